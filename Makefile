@@ -1,0 +1,50 @@
+# kernelcfg: the one entry point. `make demo` and `make test` set everything up themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+TORCH_PIN := torch==2.13.0
+PYDANTIC_PIN := pydantic==2.14.4
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: install install-dev demo test lint typecheck unit bench releases-check clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet "$(TORCH_PIN)" "$(PYDANTIC_PIN)" -e ".[dev]"
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed  ## the tool alone (no torch)
+
+install-dev: $(STAMP)  ## the tool, test and lint tools, torch pinned for this environment
+
+demo: $(VENV)/.installed  ## resolve a real example and print it
+	$(VENV)/bin/kernelcfg resolve --device b200 --moe-backend FlashInfer-TRTLLM -O3 --format table
+	$(VENV)/bin/kernelcfg resolve --device b200 --moe-backend FlashInfer-TRTLLM -O3 --format env
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check kernelcfg tests scripts bench
+	$(VENV)/bin/ruff format --check kernelcfg tests scripts bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest -q
+
+test: lint typecheck unit  ## ruff, mypy --strict, pytest
+
+bench: $(STAMP)  ## cold start, batch rate, memory: ratios from one run
+	$(PY) bench/bench.py
+
+releases-check: $(STAMP)  ## regenerate every release file from its wheel; must be byte-identical
+	$(PY) scripts/releases_check.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

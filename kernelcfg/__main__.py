@@ -1,0 +1,5 @@
+"""``python -m kernelcfg``."""
+
+from kernelcfg.cli import main
+
+main()

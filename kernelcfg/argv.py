@@ -1,0 +1,815 @@
+"""vLLM's flag language, read the way ``vllm serve`` reads it, into :class:`Inputs`.
+
+The steps follow vLLM's ``FlexibleArgumentParser``: a ``--config`` YAML file is
+expanded in front of the command line; in option names, ``_`` becomes ``-`` before
+the first ``.``; ``-O3``/``-O=3``/``-O 3`` become ``--optimization-level``; dotted
+keys (``--kernel-config.moe_backend=x``) are gathered into one JSON value per option,
+appended last (so it replaces a whole-JSON value); then options are matched, by
+unambiguous prefix too, as argparse does. Flags that do not bear on kernels are
+noted and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from kernelcfg.context import COMPILATION_MODES, CUDAGRAPH_MODES
+from kernelcfg.errors import ArgumentError, closest
+from kernelcfg.inputs import Inputs
+from kernelcfg.problems import Problem
+from kernelcfg.releases import Release
+
+__all__ = ["CONTEXT_OPTIONS", "ContextOptions", "parse", "split_version"]
+
+Kind = Literal["bool", "value", "json", "list"]
+
+
+@dataclass(frozen=True)
+class _Option:
+    """One option string and what it does."""
+
+    dest: str
+    kind: Kind
+    flag_value: bool = True
+    kernel: bool = True
+
+
+@dataclass
+class ContextOptions:
+    """kernelcfg's own options that may appear among the flags (``--batch`` lines)."""
+
+    device: str | None = None
+    """``--device``: a preset name."""
+    platform: str | None = None
+    """``--platform``: cuda, rocm, xpu, cpu or tpu."""
+    capability: str | None = None
+    """``--capability``: CUDA compute capability."""
+    gfx_arch: str | None = None
+    """``--gfx-arch``: ROCm architecture."""
+    vllm_version: str | None = None
+    """``--vllm-version``."""
+    architectures: list[str] = field(default_factory=list)
+    """``--architecture`` (repeatable)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """``--env KEY=VALUE`` (repeatable)."""
+
+
+CONTEXT_OPTIONS = {
+    "--device": "device",
+    "--platform": "platform",
+    "--capability": "capability",
+    "--gfx-arch": "gfx_arch",
+    "--vllm-version": "vllm_version",
+    "--architecture": "architectures",
+    "--env": "env",
+}
+"""kernelcfg's context options, by option string, to the ContextOptions field."""
+
+_BOOL_FLAGS = {
+    # dest: (release field that must exist or None, long name)
+    "enable_flashinfer_autotune": "enable-flashinfer-autotune",
+    "enforce_eager": "enforce-eager",
+    "enable_lora": "enable-lora",
+    "enable_fault_tolerance": "enable-fault-tolerance",
+    "enable_expert_parallel": "enable-expert-parallel",
+    "monokernel": "monokernel",
+}
+_VALUE_FLAGS = {
+    "moe_backend": "moe-backend",
+    "linear_backend": "linear-backend",
+    "sparse_indexer_topk_backend": "sparse-indexer-topk-backend",
+    "all2all_backend": "all2all-backend",
+    "data_parallel_size": "data-parallel-size",
+    "tensor_parallel_size": "tensor-parallel-size",
+    "optimization_level": "optimization-level",
+    "model": "model",
+    "hf_config_path": "hf-config-path",
+    "quantization": "quantization",
+}
+_JSON_FLAGS = {
+    "kernel_config": "kernel-config",
+    "ir_op_priority": "ir-op-priority",
+    "compilation_config": "compilation-config",
+}
+_SHORT = {
+    "-tp": "--tensor-parallel-size",
+    "-dp": "--data-parallel-size",
+    "-ep": "--enable-expert-parallel",
+    "-cc": "--compilation-config",
+    "-q": "--quantization",
+}
+_NORMALISED = {"moe_backend", "linear_backend", "sparse_indexer_topk_backend"}
+_KERNEL_FIELDS_AS_FLAGS = {"enable_flashinfer_autotune", "monokernel", *_NORMALISED}
+
+
+@cache
+def _options(release: Release) -> dict[str, _Option]:
+    """Every long option string of this release's ``vllm serve`` that kernelcfg knows."""
+    engine = set(release.data.get("engine_args", ()))
+    fields = {f.name for f in release.kernel_fields}
+    table: dict[str, _Option] = {}
+    for dest in engine:
+        table["--" + dest.replace("_", "-")] = _Option(dest, "value", kernel=False)
+
+    def present(dest: str) -> bool:
+        if dest in _KERNEL_FIELDS_AS_FLAGS and dest not in fields:
+            return False
+        return dest in engine or not engine
+
+    for dest, name in _BOOL_FLAGS.items():
+        if not present(dest):
+            continue
+        table["--" + name] = _Option(dest, "bool", True)
+        table["--no-" + name] = _Option(dest, "bool", False)
+        if name.startswith("enable-"):
+            table["--disable-" + name[len("enable-") :]] = _Option(dest, "bool", False)
+    for dest, name in _VALUE_FLAGS.items():
+        if present(dest):
+            table["--" + name] = _Option(dest, "value")
+    for dest, name in _JSON_FLAGS.items():
+        if present(dest):
+            table["--" + name] = _Option(dest, "json")
+    for name, dest in CONTEXT_OPTIONS.items():
+        table[name] = _Option(dest, "list" if dest in ("architectures", "env") else "value")
+    return table
+
+
+@dataclass
+class _Token:
+    text: str
+    origin: str = "flag"
+    parsed: Any = None
+
+
+def split_version(argv: Sequence[str]) -> str | None:
+    """The ``--vllm-version`` a line asks for, read before anything else."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--vllm-version="):
+            return arg.split("=", 1)[1]
+        if arg == "--vllm-version" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _load_yaml(path_text: str, notes: list[Problem]) -> list[_Token]:
+    """``--config FILE``'s keys as options, the way vLLM's parser turns them."""
+    if path_text.rsplit(".", 1)[-1] not in ("yaml", "yml"):
+        raise ArgumentError(
+            f"--config: config file must be a .yaml or .yml file, got {path_text!r}",
+            field="config",
+        )
+    path = Path(path_text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ArgumentError(
+            f"--config: cannot read {path_text!r} ({exc.strerror or exc}); vLLM stops here too",
+            field="config",
+        ) from None
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else "malformed YAML"
+        raise ArgumentError(
+            f"--config: {path_text!r} is not valid YAML: {problem}", field="config"
+        ) from None
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        raise ArgumentError(
+            f"--config: {path_text!r} must hold a mapping of option names to values",
+            field="config",
+        )
+    origin = f"config file {path.name}"
+    out: list[_Token] = []
+    for key, value in data.items():
+        name = f"--{key}"
+        if isinstance(value, bool):
+            if value:
+                out.append(_Token(name, origin))
+            else:
+                notes.append(
+                    Problem(
+                        "warning",
+                        "yaml-false-dropped",
+                        str(key),
+                        f"{path.name}: '{key}: false' is dropped by vllm serve (it has no "
+                        f"--no-{key} at the top level); the setting keeps its default",
+                    )
+                )
+        elif isinstance(value, list):
+            if value:
+                out.append(_Token(name, origin))
+                out.extend(_Token(str(v), origin) for v in value)
+        elif isinstance(value, dict):
+            out.extend([_Token(name, origin), _Token(json.dumps(value), origin)])
+        else:
+            out.extend([_Token(name, origin), _Token(str(value), origin)])
+    return out
+
+
+def _expand_config(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
+    texts = [t.text for t in tokens]
+    for t in texts:
+        if t.startswith("--config="):
+            notes.append(
+                Problem(
+                    "warning",
+                    "config-equals-ignored",
+                    "config",
+                    f"{t!r}: vLLM only reads '--config FILE' (with a space); with '=' the "
+                    "file is silently ignored, and so kernelcfg ignores it",
+                )
+            )
+    if "--config" not in texts:
+        return tokens
+    if texts.count("--config") > 1:
+        raise ArgumentError("--config: more than one config file specified", field="config")
+    idx = texts.index("--config")
+    if idx + 1 >= len(tokens):
+        raise ArgumentError("--config: no config file specified", field="config")
+    loaded = _load_yaml(tokens[idx + 1].text, notes)
+    rest = tokens[:idx] + tokens[idx + 2 :]
+    head = 1 if rest and not rest[0].text.startswith("-") else 0
+    return rest[:head] + loaded + rest[head:]
+
+
+_DASHES = re.compile(r"(?<=--)[^.]*")
+
+
+def _rewrite(tokens: list[_Token]) -> list[_Token]:
+    """``_`` to ``-`` before the first ``.`` of ``--`` options; the ``-O`` forms."""
+    out: list[_Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        arg = tok.text
+        if arg.startswith("--"):
+            if "=" in arg:
+                key, value = arg.split("=", 1)
+                arg = _DASHES.sub(lambda m: m.group(0).replace("_", "-"), key, count=1)
+                arg += "=" + value
+            else:
+                arg = _DASHES.sub(lambda m: m.group(0).replace("_", "-"), arg, count=1)
+            out.append(_Token(arg, tok.origin))
+        elif arg.startswith("-O") and arg != "-O":
+            value = arg[3:] if arg[2] == "=" else arg[2:]
+            out.extend([_Token("--optimization-level", tok.origin), _Token(value, tok.origin)])
+        elif arg == "-O" and i + 1 < len(tokens) and tokens[i + 1].text in ("0", "1", "2", "3"):
+            out.append(_Token("--optimization-level", tok.origin))
+        elif arg == "-O":
+            raise ArgumentError(
+                "unrecognized arguments: -O"
+                + (f" {tokens[i + 1].text}" if i + 1 < len(tokens) else "")
+                + " (with a space, -O takes only 0, 1, 2 or 3; write -O3 or "
+                "--optimization-level 3)",
+                field="optimization_level",
+            )
+        else:
+            out.append(tok)
+        i += 1
+    return out
+
+
+def _human_int(text: str) -> int:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
+    if not match:
+        return int(text)
+    number, suffix = match.groups()
+    power = "kmgt".index(suffix.lower()) + 1
+    if suffix.islower():
+        return int(float(number) * 1000**power)
+    if "." in number:
+        raise ValueError(text)
+    return int(number) * 1024**power
+
+
+def _dotted_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return _human_int(text)
+    except ValueError:
+        return text
+
+
+def _merge(into: dict[str, Any], new: dict[str, Any], path: str, dupes: list[str]) -> None:
+    for key, value in new.items():
+        here = f"{path}.{key}"
+        if key in into and isinstance(into[key], dict) and isinstance(value, dict):
+            _merge(into[key], value, here, dupes)
+        elif key in into and isinstance(into[key], list) and isinstance(value, list):
+            into[key] = into[key] + value
+        else:
+            if key in into:
+                dupes.append(here)
+            into[key] = value
+
+
+def _gather_dotted(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
+    """Gather ``--opt.a.b=v`` into one JSON value per option, placed last."""
+    gathered: dict[str, dict[str, Any]] = {}
+    origins: dict[str, str] = {}
+    dupes: list[str] = []
+    seen: set[str] = set()
+    out: list[_Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        arg = tok.text
+        if arg.startswith("--") and "." not in arg:
+            name = arg.split("=", 1)[0]
+            if name in seen:
+                dupes.append(name)
+            seen.add(name)
+        if arg.startswith("-") and "." in arg and not re.fullmatch(r"-\d+(\.\d+)?", arg):
+            if "=" in arg:
+                key_path, value_text = arg.split("=", 1)
+                if "." not in key_path:
+                    out.append(tok)
+                    i += 1
+                    continue
+            else:
+                if i + 1 >= len(tokens):
+                    raise ArgumentError(f"argument {arg}: expected one argument", field=arg)
+                key_path, value_text = arg, tokens[i + 1].text
+                i += 1
+            value: Any
+            if key_path.endswith("+"):
+                key_path = key_path[:-1]
+                value = value_text.split(",")
+            else:
+                value = _dotted_value(value_text)
+            key, *keys = key_path.split(".")
+            nested: dict[str, Any] = {}
+            cursor = nested
+            for k in keys[:-1]:
+                cursor[k] = {}
+                cursor = cursor[k]
+            cursor[keys[-1]] = value
+            _merge(gathered.setdefault(key, {}), nested, key, dupes)
+            origins.setdefault(key, tok.origin)
+        else:
+            out.append(tok)
+        i += 1
+    if dupes:
+        notes.append(
+            Problem(
+                "warning",
+                "duplicate-keys",
+                None,
+                f"Found duplicate keys {', '.join(dict.fromkeys(dupes))}: the last value wins",
+            )
+        )
+    for key, value in gathered.items():
+        out.append(_Token(key, origins[key]))
+        out.append(_Token(json.dumps(value), origins[key], parsed=value))
+    return out
+
+
+def _match(arg: str, table: Mapping[str, _Option]) -> str | None:
+    """The option string ``arg`` names, exactly or by unambiguous prefix."""
+    if arg in table:
+        return arg
+    if arg in _SHORT:
+        return _SHORT[arg]
+    if not arg.startswith("--"):
+        return None
+    hits = [name for name in table if name.startswith(arg)]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise ArgumentError(
+            f"ambiguous option: {arg} could match {', '.join(sorted(hits)[:6])}", field=arg
+        )
+    return None
+
+
+def _choice(release: Release, dest: str, flag: str, value: str) -> str:
+    normalised = value.lower().replace("-", "_") if dest in _NORMALISED else value
+    allowed = list(release.choices(dest))
+    if dest == "all2all_backend":
+        allowed = [c for c in allowed if c != release.constant("PASSTHROUGH_ALL2ALL_BACKEND")]
+    if normalised in allowed:
+        return normalised
+    hint = closest(normalised, allowed)
+    extra = ""
+    if dest == "all2all_backend" and value == release.constant("PASSTHROUGH_ALL2ALL_BACKEND"):
+        extra = " ('passthrough' is bound automatically for MoE backends that dispatch themselves)"
+    else:
+        elsewhere = _other_release(release, dest, normalised)
+        if elsewhere:
+            extra = f" ({elsewhere})"
+    raise ArgumentError(
+        f"argument {flag}: invalid choice {value!r}; allowed: {', '.join(sorted(allowed))}"
+        + (f" (did you mean {hint!r}?)" if hint else "")
+        + extra,
+        field=dest,
+    )
+
+
+def _other_release(release: Release, dest: str, value: str) -> str | None:
+    """Which releases have a value this one lacks, when some do."""
+    from kernelcfg import releases
+
+    having = [
+        v
+        for v in releases.known_versions()
+        if v != release.version and value in releases.load(v).choices(dest)
+    ]
+    if not having:
+        return None
+    return f"{value!r} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
+
+
+def _int(flag: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ArgumentError(f"argument {flag}: invalid int value: {value!r}", field=flag) from None
+
+
+def _optimization_level(value: str) -> int:
+    text = value.strip()
+    level: int | None = None
+    try:
+        level = int(text)
+    except ValueError:
+        try:
+            number = float(text)
+            level = int(number) if number.is_integer() else None
+        except ValueError:
+            level = None
+    if level is None or level not in (0, 1, 2, 3):
+        raise ArgumentError(
+            f"-O/--optimization-level: {value!r} is not an optimisation level; allowed: "
+            "0, 1, 2, 3 (vLLM accepts it while parsing and fails building its config)",
+            field="optimization_level",
+        )
+    return level
+
+
+def _json(flag: str, token: _Token) -> Any:
+    if token.parsed is not None:
+        return token.parsed
+    try:
+        value = json.loads(token.text)
+    except json.JSONDecodeError as exc:
+        raise ArgumentError(
+            f"argument {flag}: {token.text!r} is not valid JSON ({exc.msg} at column "
+            f"{exc.colno}); for one field write {flag}.FIELD=VALUE",
+            field=flag,
+        ) from None
+    if not isinstance(value, dict):
+        raise ArgumentError(
+            f"argument {flag}: expected a JSON object, got {token.text!r}", field=flag
+        )
+    return value
+
+
+def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> None:
+    """vLLM validates every ``--kernel-config`` occurrence while parsing."""
+    from pydantic import ValidationError
+
+    from kernelcfg.config import config_classes
+
+    try:
+        config_classes(release).KernelConfig(**value)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        field_name = str(err["loc"][0]) if err["loc"] else None
+        hint = ""
+        if err["type"] == "unexpected_keyword_argument":
+            known = [f.name for f in release.kernel_fields]
+            suggestion = closest(loc.replace("-", "_"), known)
+            hint = f"; fields: {', '.join(known)}" + (
+                f" (did you mean {suggestion!r}?)" if suggestion else ""
+            )
+            other = _field_elsewhere(release, loc)
+            if other:
+                hint += f"; {other}"
+        elif err["type"] == "literal_error" and field_name:
+            facts = next((f for f in release.kernel_fields if f.name == field_name), None)
+            if facts is not None and facts.choices is not None:
+                suggestion = closest(str(err["input"]), release.choices(facts.choices))
+                if suggestion:
+                    hint = f" (did you mean {suggestion!r}?)"
+        count = len(exc.errors())
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        raise ArgumentError(
+            f"argument {flag}: {loc}: {err['msg']}, got {err['input']!r}{hint}{more}",
+            field=f"kernel_config.{loc}",
+        ) from None
+
+
+def _field_elsewhere(release: Release, name: str) -> str | None:
+    from kernelcfg import releases
+
+    having = [
+        v
+        for v in releases.known_versions()
+        if any(f.name == name for f in releases.load(v).kernel_fields)
+    ]
+    if not having or release.version in having:
+        return None
+    return f"{name!r} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
+
+
+def _ir_priority(release: Release, value: dict[str, Any], flag: str) -> dict[str, list[str]]:
+    from pydantic import ValidationError
+
+    from kernelcfg.config import config_classes
+
+    try:
+        ir = config_classes(release).IrOpPriorityConfig(**value)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        hint = ""
+        if err["type"] == "unexpected_keyword_argument":
+            hint = f"; ops: {', '.join(release.ir_ops)}"
+        raise ArgumentError(
+            f"argument {flag}: {loc}: {err['msg'] or 'every entry must be a string'}{hint}",
+            field=f"ir_op_priority.{loc}",
+        ) from None
+    return ir.op_lists()
+
+
+def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inputs) -> None:
+    known = set(release.data.get("compilation_fields", ()))
+    for key in value:
+        if known and key not in known:
+            hint = closest(key, known)
+            raise ArgumentError(
+                f"argument {flag}: unknown compilation-config field {key!r}"
+                + (f" (did you mean {hint!r}?)" if hint else ""),
+                field=f"compilation_config.{key}",
+            )
+    mode = value.get("mode")
+    if mode is not None:
+        if isinstance(mode, str):
+            if mode.upper() not in COMPILATION_MODES:
+                raise ArgumentError(
+                    f"argument {flag}: Invalid compilation mode: {mode}. Valid modes are: "
+                    f"{', '.join(COMPILATION_MODES)}",
+                    field="compilation_config.mode",
+                )
+            mode = mode.upper()
+        elif isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 3:
+            mode = COMPILATION_MODES[mode]
+        else:
+            raise ArgumentError(
+                f"argument {flag}: mode: Input should be 0, 1, 2 or 3, got {mode!r}",
+                field="compilation_config.mode",
+            )
+    cudagraph = value.get("cudagraph_mode")
+    if cudagraph is not None:
+        if isinstance(cudagraph, str):
+            if cudagraph.upper() not in CUDAGRAPH_MODES:
+                hint = closest(cudagraph.upper(), CUDAGRAPH_MODES)
+                raise ArgumentError(
+                    f"argument {flag}: unknown cudagraph_mode {cudagraph!r}; allowed: "
+                    f"{', '.join(CUDAGRAPH_MODES)} (any case) or 0, 1, 2"
+                    + (f" (did you mean {hint!r}?)" if hint else "")
+                    + "; vLLM itself crashes here with a bare KeyError",
+                    field="compilation_config.cudagraph_mode",
+                )
+            cudagraph = cudagraph.upper()
+        elif isinstance(cudagraph, int) and not isinstance(cudagraph, bool) and cudagraph in (0, 1, 2):
+            cudagraph = CUDAGRAPH_MODES[cudagraph]
+        else:
+            raise ArgumentError(
+                f"argument {flag}: cudagraph_mode: Input should be 0, 1, 2, (2, 0) or (2, 1), "
+                f"got {cudagraph!r}",
+                field="compilation_config.cudagraph_mode",
+            )
+    backend = value.get("backend", "")
+    if not isinstance(backend, str):
+        raise ArgumentError(
+            f"argument {flag}: backend: Input should be a valid string, got {backend!r}",
+            field="compilation_config.backend",
+        )
+    if mode == "VLLM_COMPILE" and backend not in ("", "eager", "inductor"):
+        raise ArgumentError(
+            f"argument {flag}: Invalid backend for piecewise compilation: {backend} "
+            "(with mode 3 the backend must be '', 'eager' or 'inductor')",
+            field="compilation_config.backend",
+        )
+    inputs.compilation_mode = mode
+    inputs.cudagraph_mode = cudagraph
+    inputs.compile_backend = backend
+
+
+def _iter_values(tokens: list[_Token], i: int) -> Iterator[str]:
+    while i < len(tokens) and not tokens[i].text.startswith("-"):
+        yield tokens[i].text
+        i += 1
+
+
+def parse(
+    argv: Sequence[str],
+    release: Release,
+    *,
+    env: Mapping[str, str] | None = None,
+    context: ContextOptions | None = None,
+) -> tuple[Inputs, ContextOptions]:
+    """Read ``argv`` (vLLM flags, optionally ``vllm serve MODEL …``) into inputs."""
+    inputs = Inputs(env=dict(env or {}))
+    ctx = context or ContextOptions()
+    notes = inputs.notes
+    args = list(argv)
+    if args[:2] == ["vllm", "serve"]:
+        args = args[1:]
+    serve = bool(args) and args[0] == "serve"
+    if serve:
+        args = args[1:]
+        for i, arg in enumerate(args):
+            if re.fullmatch(r"--model(=.+)?", arg):
+                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else None)
+                if value is not None:
+                    del args[i : i + (1 if "=" in arg else 2)]
+                    args.insert(0, value)
+                    notes.append(
+                        Problem(
+                            "info",
+                            "model-option",
+                            "model",
+                            "With vllm serve the model goes first, as a positional argument; "
+                            "--model counts as it",
+                        )
+                    )
+                break
+    tokens = _expand_config([_Token(a) for a in args], notes)
+    tokens = _gather_dotted(_rewrite(tokens), notes)
+    table = _options(release)
+
+    if serve and tokens and not tokens[0].text.startswith("-"):
+        inputs.model = tokens[0].text
+        tokens = tokens[1:]
+
+    i = 0
+    hf_config_path: str | None = None
+    ignored: list[str] = []
+    while i < len(tokens):
+        tok = tokens[i]
+        arg = tok.text
+        if not arg.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", arg):
+            if inputs.model is None and not ignored:
+                inputs.model = arg
+            else:
+                ignored.append(arg)
+            i += 1
+            continue
+        name, eq, inline = arg.partition("=")
+        matched = _match(name, table)
+        if matched is None:
+            known_kernel = [o for o, spec in table.items() if spec.kernel]
+            hint = closest(name, known_kernel)
+            if hint is not None and _similar(name, hint):
+                raise ArgumentError(
+                    f"unrecognized option {name}; did you mean {hint!r}?", field=name
+                )
+            ignored.append(name)
+            i += 1
+            if not eq:
+                i += sum(1 for _ in _iter_values(tokens, i))
+            continue
+        spec = table[matched]
+        flag = matched
+        if spec.kind == "bool":
+            if eq:
+                raise ArgumentError(f"argument {flag}: ignored explicit argument {inline!r}", field=flag)
+            setattr(inputs, spec.dest, spec.flag_value)
+            inputs.sources[spec.dest] = tok.origin
+            i += 1
+            continue
+        if eq:
+            value_tok = _Token(inline, tok.origin)
+            i += 1
+        else:
+            if i + 1 >= len(tokens) or (
+                tokens[i + 1].text.startswith("-") and tokens[i + 1].parsed is None
+                and not re.fullmatch(r"-\d+(\.\d+)?", tokens[i + 1].text)
+            ):
+                raise ArgumentError(f"argument {flag}: expected one argument", field=flag)
+            value_tok = tokens[i + 1]
+            i += 2
+        if not spec.kernel:
+            ignored.append(flag)
+            continue
+        _apply(release, inputs, ctx, spec, flag, value_tok)
+        if spec.dest == "hf_config_path":
+            hf_config_path = value_tok.text
+
+    if ignored:
+        notes.append(
+            Problem(
+                "info",
+                "ignored-flags",
+                None,
+                "not kernel-related, ignored: " + " ".join(dict.fromkeys(ignored)),
+            )
+        )
+    _read_model_config(inputs, hf_config_path)
+    return inputs, ctx
+
+
+def _similar(given: str, known: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, given, known).ratio() >= 0.85
+
+
+def _apply(
+    release: Release,
+    inputs: Inputs,
+    ctx: ContextOptions,
+    spec: _Option,
+    flag: str,
+    tok: _Token,
+) -> None:
+    dest, value = spec.dest, tok.text
+    if flag in CONTEXT_OPTIONS:
+        if dest == "architectures":
+            ctx.architectures.append(value)
+        elif dest == "env":
+            key, sep, val = value.partition("=")
+            if not sep or not key:
+                raise ArgumentError(f"--env: expected KEY=VALUE, got {value!r}", field="env")
+            ctx.env[key] = val
+        else:
+            setattr(ctx, dest, value)
+        return
+    inputs.sources[dest] = tok.origin
+    if dest in _NORMALISED or dest == "all2all_backend":
+        setattr(inputs, dest, _choice(release, dest, flag, value))
+        if dest == "all2all_backend":
+            inputs.all2all_given = True
+    elif dest in ("data_parallel_size", "tensor_parallel_size"):
+        setattr(inputs, dest, _int(flag, value))
+    elif dest == "optimization_level":
+        inputs.optimization_level = _optimization_level(value)
+    elif dest == "quantization":
+        inputs.quantization = None if value in ("", "None") else value
+    elif dest in ("model", "hf_config_path"):
+        if dest == "model":
+            inputs.model = value
+    elif dest == "kernel_config":
+        mapping = _json(flag, tok)
+        _validate_kernel_config(release, mapping, flag)
+        inputs.kernel_config = mapping
+        for key in mapping:
+            inputs.sources[f"kernel_config.{key}"] = (
+                "--kernel-config" if tok.origin == "flag" else tok.origin
+            )
+    elif dest == "ir_op_priority":
+        inputs.ir_op_priority = _ir_priority(release, _json(flag, tok), flag)
+    elif dest == "compilation_config":
+        _compilation(release, _json(flag, tok), flag, inputs)
+
+
+def _read_model_config(inputs: Inputs, hf_config_path: str | None) -> None:
+    """Architectures and quantisation from a local ``config.json``; hub ids are noted."""
+    for candidate in (hf_config_path, inputs.model):
+        if not candidate:
+            continue
+        path = Path(candidate)
+        config_file = path / "config.json" if path.is_dir() else path
+        if config_file.name == "config.json" and config_file.is_file():
+            try:
+                data = json.loads(config_file.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ArgumentError(
+                    f"cannot read {config_file}: {exc}", field="hf_config_path"
+                ) from None
+            archs = data.get("architectures")
+            if isinstance(archs, list) and inputs.architectures is None:
+                inputs.architectures = [str(a) for a in archs]
+                inputs.sources["architectures"] = str(config_file)
+            quant = data.get("quantization_config")
+            if isinstance(quant, dict) and inputs.quantization is None:
+                method = quant.get("quant_method")
+                if isinstance(method, str):
+                    inputs.quantization = method
+            return
+        if candidate is inputs.model and not path.exists():
+            inputs.notes.append(
+                Problem(
+                    "info",
+                    "model-not-local",
+                    "model",
+                    f"{candidate!r} is not a local folder; kernelcfg never downloads, so "
+                    "its architectures are unknown unless given with --architecture",
+                )
+            )

@@ -1,0 +1,300 @@
+"""``KernelConfig`` and ``IrOpPriorityConfig``, built from a release's data.
+
+The classes are pydantic dataclasses that forbid unknown fields, with the fields,
+defaults, choice lists and validators of the release they are built for, and
+vLLM's names for their methods. Build them with :func:`config_classes`; they are
+cached per release.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field, field_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from kernelcfg import hashing
+from kernelcfg.errors import EngineError, closest
+from kernelcfg.releases import FieldFacts, Release
+
+if TYPE_CHECKING:
+    from kernelcfg.context import ResolutionContext
+
+__all__ = [
+    "ConfigClasses",
+    "IrOpPriorityBase",
+    "KernelConfigBase",
+    "UnknownProviderError",
+    "config_classes",
+]
+
+_FORBID = ConfigDict(extra="forbid")
+
+
+class UnknownProviderError(EngineError, KeyError):
+    """An IR-op priority names a provider not registered for that op.
+
+    vLLM accepts such a name at construction and fails later: ``compute_hash``
+    raises a bare ``KeyError``, worker start-up an ``AssertionError``.
+    """
+
+    code = "unknown-ir-provider"
+
+    def __init__(self, op: str, provider: str, registered: Iterable[str]):
+        known = sorted(registered)
+        hint = closest(provider, known)
+        message = (
+            f"IR op {op!r} has no provider {provider!r} in this release; registered: "
+            f"{', '.join(known)}"
+            + (f" (did you mean {hint!r}?)" if hint else "")
+            + ". vLLM would accept it here and fail at compute_hash (KeyError) or "
+            "worker start-up."
+        )
+        EngineError.__init__(self, message, field=f"ir_op_priority.{op}")
+        self.op = op
+        self.provider = provider
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class IrOpPriorityBase:
+    """Methods shared by every release's ``IrOpPriorityConfig``."""
+
+    release: ClassVar[Release]
+
+    def op_lists(self) -> dict[str, list[str]]:
+        """Each op's priority list, in field order."""
+        return {op: getattr(self, op) for op in self.release.ir_ops}
+
+    def hash_factors(self) -> dict[str, Any]:
+        """What vLLM hashes: each op's list, and ``_impls`` with provider uuids."""
+        factors: dict[str, Any] = {
+            op: hashing.normalize_value(lst) for op, lst in self.op_lists().items()
+        }
+        impls: dict[str, dict[str, str]] = {}
+        for op, lst in self.op_lists().items():
+            registered = self.release.providers(op)
+            chosen: dict[str, str] = {}
+            for provider in lst or ():
+                if provider not in registered:
+                    raise UnknownProviderError(op, provider, registered)
+                chosen[provider] = registered[provider]["uuid"]
+            impls[op] = chosen
+        factors["_impls"] = impls
+        return factors
+
+    def compute_hash(self) -> str:
+        """The IR-op sub-hash vLLM puts into ``KernelConfig``'s factors."""
+        return hashing.digest(self.hash_factors())
+
+    @classmethod
+    def with_default(cls, default: list[str], /, **kwargs: Any) -> IrOpPriorityBase:
+        """Build one where every op not given in ``kwargs`` gets a copy of ``default``."""
+        for op in cls.release.ir_ops:
+            if op not in kwargs:
+                kwargs[op] = list(default)
+        return cls(**kwargs)
+
+    def set_default(self) -> None:
+        """Make these lists the dispatch priority of every op, permanently."""
+        from kernelcfg.ir import registry
+
+        for op, lst in self.op_lists().items():
+            registry(self.release).op(op).set_default(lst)
+
+    @contextlib.contextmanager
+    def set_priority(self) -> Iterator[None]:
+        """Make these lists the dispatch priority of every op inside the block."""
+        from kernelcfg.ir import registry
+
+        with contextlib.ExitStack() as stack:
+            for op, lst in self.op_lists().items():
+                stack.enter_context(registry(self.release).op(op).set_priority(lst))
+            yield
+
+
+class KernelConfigBase:
+    """Methods shared by every release's ``KernelConfig``."""
+
+    release: ClassVar[Release]
+    if TYPE_CHECKING:
+        ir_op_priority: IrOpPriorityBase
+        moe_backend: str
+
+        def __init__(self, **kwargs: Any) -> None: ...
+
+    def values(self) -> dict[str, Any]:
+        """Every field's value, the IR-op priority as a plain dict of lists."""
+        out: dict[str, Any] = {}
+        for facts in self.release.kernel_fields:
+            value = getattr(self, facts.name)
+            if facts.kind == "ir_op_priority":
+                value = {op: list(v) if v is not None else None for op, v in value.op_lists().items()}
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[facts.name] = value
+        return out
+
+    def ignored_factors(self) -> set[str]:
+        """The fields ``compute_hash`` leaves out, for this instance."""
+        ignored = set(self.release.hash_ignored)
+        for name in self.release.hash_ignored_when_none:
+            if getattr(self, name) is None:
+                ignored.add(name)
+        return ignored
+
+    def hash_factors(self) -> dict[str, Any]:
+        """Exactly what vLLM's ``KernelConfig.compute_hash`` digests."""
+        ignored = self.ignored_factors()
+        factors = {
+            f.name: hashing.normalize_value(getattr(self, f.name))
+            for f in self.release.kernel_fields
+            if f.name not in ignored
+        }
+        factors["ir_op_priority"] = self.ir_op_priority.compute_hash()
+        return factors
+
+    def compute_hash(self) -> str:
+        """The compile-cache hash vLLM computes for this kernel config."""
+        return hashing.digest(self.hash_factors())
+
+    def set_platform_defaults(self, ctx: ResolutionContext) -> None:
+        """Apply the platform's defaults as vLLM's start-up does (idempotent).
+
+        Checks the DeepSeek-V4-only backend against the model's architectures,
+        binds the passthrough all2all backend where the release has that rule, and
+        appends the platform's IR-op defaults missing from each list.
+        """
+        from kernelcfg import platforms, rules
+
+        if ctx.architectures is not None:
+            rules.validate_flashinfer_moe_ep_model(
+                self.release, self.moe_backend, ctx.architectures
+            )
+        if self.release.has_function("bind_passthrough_all2all_backend"):
+            rules.bind_passthrough_all2all_backend(self.release, self.moe_backend, ctx)
+        defaults = platforms.default_ir_op_priority(self.release, ctx)
+        for op, default in defaults.items():
+            current = getattr(self.ir_op_priority, op)
+            if current is None:
+                setattr(self.ir_op_priority, op, list(default))
+            else:
+                current.extend(p for p in default if p not in current)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigClasses:
+    """The two config classes of one release."""
+
+    KernelConfig: type[KernelConfigBase]
+    """That release's ``KernelConfig``."""
+    IrOpPriorityConfig: type[IrOpPriorityBase]
+    """That release's ``IrOpPriorityConfig``."""
+
+
+def _to_list_str(cls: type, value: Any) -> Any:
+    """vLLM's rule: a string is split on commas once spaces are gone; all strings."""
+    del cls
+    if isinstance(value, str):
+        value = value.replace(" ", "").split(",")
+    if not all(isinstance(v, str) for v in value):
+        raise AssertionError()
+    return value
+
+
+def _normalize_backend(cls: type, value: Any) -> Any:
+    del cls
+    if isinstance(value, str):
+        return value.lower().replace("-", "_")
+    return value
+
+
+def _skip_none(cls: type, value: Any, handler: Callable[[Any], Any]) -> Any:
+    del cls
+    if value is None:
+        return value
+    return handler(value)
+
+
+def _literal(values: tuple[str, ...]) -> Any:
+    return Literal[values]
+
+
+def _build_ir_class(release: Release) -> type[IrOpPriorityBase]:
+    annotations: dict[str, Any] = {}
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__qualname__": "IrOpPriorityConfig",
+        "__doc__": release.rules.get("docs", {}).get("IrOpPriorityConfig", ""),
+        "release": release,
+    }
+    ir_docs = release.rules.get("docs", {}).get("ir_ops", {})
+    for op in release.ir_ops:
+        annotations[op] = list[str]
+        namespace[op] = Field(default_factory=list, description=ir_docs.get(op, ""))
+    namespace["__annotations__"] = annotations
+    namespace["_to_list_str"] = field_validator("*", mode="before")(classmethod(_to_list_str))
+    cls = type("IrOpPriorityConfig", (IrOpPriorityBase,), namespace)
+    return pydantic_dataclass(cls, config=_FORBID)  # type: ignore[no-any-return]
+
+
+def _field_spec(
+    release: Release, facts: FieldFacts, ir_cls: type[IrOpPriorityBase]
+) -> tuple[Any, Any]:
+    """The annotation and default of one ``KernelConfig`` field."""
+    if facts.kind == "ir_op_priority":
+        return ir_cls, Field(default_factory=ir_cls, description=facts.doc)
+    if facts.kind == "bool":
+        return bool, Field(default=facts.default, description=facts.doc)
+    assert facts.choices is not None
+    literal = _literal(release.choices(facts.choices))
+    if facts.kind == "choice_map":
+        return dict[str, literal] | None, Field(  # type: ignore[valid-type]
+            default=facts.default, min_length=facts.min_length, description=facts.doc
+        )
+    return literal, Field(default=facts.default, description=facts.doc)
+
+
+def _build_kernel_class(
+    release: Release, ir_cls: type[IrOpPriorityBase]
+) -> type[KernelConfigBase]:
+    annotations: dict[str, Any] = {}
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__qualname__": "KernelConfig",
+        "__doc__": release.rules.get("docs", {}).get("KernelConfig", ""),
+        "release": release,
+    }
+    for facts in release.kernel_fields:
+        annotations[facts.name], namespace[facts.name] = _field_spec(release, facts, ir_cls)
+    namespace["__annotations__"] = annotations
+    normalized = sorted(release.normalized_fields)
+    if normalized:
+        namespace["_normalize_backends"] = field_validator(*normalized, mode="before")(
+            classmethod(_normalize_backend)
+        )
+    nullable = [f.name for f in release.kernel_fields if f.kind == "bool" and f.nullable]
+    if nullable:
+        namespace["_skip_none_validation"] = field_validator(*nullable, mode="wrap")(
+            classmethod(_skip_none)
+        )
+    cls = type("KernelConfig", (KernelConfigBase,), namespace)
+    return pydantic_dataclass(cls, config=_FORBID)  # type: ignore[no-any-return]
+
+
+@cache
+def config_classes(release: Release) -> ConfigClasses:
+    """``KernelConfig`` and ``IrOpPriorityConfig`` for ``release`` (built once)."""
+    ir_cls = _build_ir_class(release)
+    return ConfigClasses(_build_kernel_class(release, ir_cls), ir_cls)
+
+
+def build_kernel_config(release: Release, values: dict[str, Any]) -> KernelConfigBase:
+    """Construct and validate a ``KernelConfig``; pydantic's error on bad input."""
+    return config_classes(release).KernelConfig(**values)
+

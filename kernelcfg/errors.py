@@ -1,0 +1,76 @@
+"""kernelcfg's exceptions: one base, a few kinds, each message naming the fix.
+
+The exit code a command-line user sees is part of each kind: ``2`` for input vLLM
+would refuse (or crash on) while reading its arguments, ``1`` for what it would refuse
+while building the engine.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "ArgumentError",
+    "EngineError",
+    "KernelcfgError",
+    "UnknownVersionError",
+    "closest",
+]
+
+
+def closest(value: str, allowed: Iterable[str]) -> str | None:
+    """The allowed value nearest to ``value``, when one is near enough to suggest."""
+    choices = list(allowed)
+    lowered = {c.lower(): c for c in choices}
+    if value.lower() in lowered:
+        return lowered[value.lower()]
+    found = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+    if not found:
+        found = difflib.get_close_matches(
+            value.lower().replace("-", "_"), choices, n=1, cutoff=0.6
+        )
+    return found[0] if found else None
+
+
+class KernelcfgError(Exception):
+    """Base of every error kernelcfg raises for bad input."""
+
+    exit_code = 2
+    code = "error"
+
+    def __init__(self, message: str, *, field: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        if code is not None:
+            self.code = code
+
+
+class ArgumentError(KernelcfgError):
+    """Input vLLM would refuse, or crash on, while reading its arguments (exit 2)."""
+
+    exit_code = 2
+    code = "bad-argument"
+
+
+class EngineError(KernelcfgError):
+    """Input vLLM would refuse while building or starting the engine (exit 1)."""
+
+    exit_code = 1
+    code = "engine-refuses"
+
+
+class UnknownVersionError(ArgumentError):
+    """A vLLM release kernelcfg has no data for."""
+
+    code = "unknown-version"
+
+    def __init__(self, given: str, known: Iterable[str]):
+        known = list(known)
+        super().__init__(
+            f"unknown vLLM version {given!r}; kernelcfg knows {', '.join(known)}"
+            " (write it as 0.33, 0.33.0 or v0.33.0)",
+            field="vllm_version",
+        )
+        self.known = known

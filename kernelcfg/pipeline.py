@@ -1,0 +1,142 @@
+"""From a command line to a :class:`Resolution`: choose the release and the target,
+read the flags, resolve. Also the ``--batch`` loop, which returns data lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelcfg import argv as argv_mod
+from kernelcfg import releases
+from kernelcfg.errors import KernelcfgError
+from kernelcfg.platforms import Target, resolve_target
+from kernelcfg.problems import Problem
+from kernelcfg.resolve import Resolution, resolve
+
+__all__ = ["Failure", "Request", "batch", "engine_env", "resolve_args"]
+
+ENV_PREFIXES = ("VLLM_",)
+ENV_NAMES = ("TORCH_COMPILE_DISABLE",)
+
+
+def engine_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of ``environ`` (default: this process's) that vLLM would read."""
+    source = os.environ if environ is None else environ
+    return {
+        k: v for k, v in source.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+    }
+
+
+@dataclass
+class Request:
+    """Context that applies to every resolution of a run (the CLI's own options)."""
+
+    vllm_version: str | None = None
+    """The release; default ``KERNELCFG_VLLM_VERSION``, else the newest."""
+    device: str | None = None
+    """A device preset."""
+    platform: str | None = None
+    """A platform kind."""
+    capability: str | None = None
+    """A CUDA compute capability."""
+    gfx_arch: str | None = None
+    """A ROCm gfx architecture."""
+    architectures: list[str] = field(default_factory=list)
+    """Model architectures (``--architecture``)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """``--env`` pairs; they win over the process's environment."""
+    environ: Mapping[str, str] | None = None
+    """The process environment to read (default: ``os.environ``)."""
+
+
+@dataclass
+class Failure:
+    """A command line that could not be resolved at all (unusable input)."""
+
+    problem: Problem
+    """What was wrong."""
+    release: releases.Release | None = None
+    """The release, when it was known."""
+    target: Target | None = None
+    """The target, when it was known."""
+
+
+def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
+    """Resolve one command line of vLLM flags under ``request``'s context."""
+    req = request or Request()
+    environ = os.environ if req.environ is None else req.environ
+    release: releases.Release | None = None
+    target: Target | None = None
+    try:
+        version = (
+            argv_mod.split_version(args)
+            or req.vllm_version
+            or environ.get("KERNELCFG_VLLM_VERSION")
+        )
+        release = releases.load(version)
+        base = argv_mod.ContextOptions(
+            device=req.device,
+            platform=req.platform,
+            capability=req.capability,
+            gfx_arch=req.gfx_arch,
+            vllm_version=version,
+            architectures=list(req.architectures),
+            env=dict(req.env),
+        )
+        line = argv_mod.ContextOptions()
+        env = engine_env(environ)
+        inputs, line = argv_mod.parse(args, release, env=env, context=line)
+        env.update(base.env)
+        env.update(line.env)
+        inputs.env = env
+        archs = line.architectures or base.architectures
+        if archs:
+            inputs.architectures = archs
+            inputs.sources["architectures"] = "flag"
+        explicit = any((line.device, line.platform, line.capability, line.gfx_arch))
+        ctx = line if explicit else base
+        target = resolve_target(
+            device=ctx.device,
+            kind=ctx.platform,
+            capability=ctx.capability,
+            gfx_arch=ctx.gfx_arch,
+            environ=environ,
+        )
+    except KernelcfgError as exc:
+        return Failure(Problem.from_error(exc), release, target)
+    return resolve(inputs, target, release)
+
+
+def _line_args(raw: str) -> tuple[Any, list[str]]:
+    """The id and argv of one batch line (an array, or an object with ``argv``)."""
+    value = json.loads(raw)
+    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+        return None, value
+    if isinstance(value, dict) and isinstance(value.get("argv"), list):
+        argv = value["argv"]
+        if all(isinstance(a, str) for a in argv):
+            return value.get("id"), argv
+    raise ValueError("a line must be a JSON array of strings or {\"id\": ..., \"argv\": [...]}")
+
+
+def batch(
+    lines: Iterable[str], request: Request | None = None
+) -> Iterator[tuple[Any, int, Resolution | Failure]]:
+    """Resolve each JSON line; yield ``(id, line number, result)`` in order."""
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            line_id, args = _line_args(raw)
+        except (ValueError, json.JSONDecodeError) as exc:
+            yield (
+                None,
+                number,
+                Failure(Problem("error", "bad-batch-line", None, f"line {number}: {exc}", 2)),
+            )
+            continue
+        yield line_id, number, resolve_args(args, request)

@@ -1,0 +1,287 @@
+"""Targets (what GPU the engine would run on), presets, detection, IR-op defaults.
+
+A target comes from, first to last: explicit flags, a named preset, the
+environment (``KERNELCFG_DEVICE``, ``KERNELCFG_PLATFORM``, ``KERNELCFG_CAPABILITY``,
+``KERNELCFG_GFX_ARCH``), detection on this machine through torch (imported only
+then), and finally ``cpu``. torch is never imported when a target is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import TYPE_CHECKING, Literal
+
+from kernelcfg.conditions import evaluate
+from kernelcfg.errors import ArgumentError, closest
+
+if TYPE_CHECKING:
+    from kernelcfg.context import ResolutionContext
+    from kernelcfg.releases import Release
+
+__all__ = [
+    "KINDS",
+    "PRESETS",
+    "Target",
+    "default_ir_op_priority",
+    "detect",
+    "env_flag",
+    "resolve_target",
+]
+
+Kind = Literal["cuda", "rocm", "xpu", "cpu", "tpu"]
+KINDS: tuple[Kind, ...] = ("cuda", "rocm", "xpu", "cpu", "tpu")
+"""The platform kinds kernelcfg knows."""
+
+Source = Literal["flag", "preset", "environment", "detected", "fallback"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A platform the engine would run on."""
+
+    kind: Kind
+    """``cuda``, ``rocm``, ``xpu``, ``cpu`` or ``tpu``."""
+    device: str
+    """The device's marketing name, as the driver reports it."""
+    capability: str | None = None
+    """CUDA compute capability, ``major.minor`` (``9.0``); ``None`` elsewhere."""
+    gfx_arch: str | None = None
+    """ROCm GCN architecture (``gfx942``); ``None`` elsewhere."""
+    source: Source = "fallback"
+    """Where this target came from."""
+    note: str | None = None
+    """Why detection settled on this target, when it did."""
+
+    @property
+    def capability_int(self) -> int | None:
+        """The capability as vLLM's ``to_int()``: ``major * 10 + minor``."""
+        if self.capability is None:
+            return None
+        major, _, minor = self.capability.partition(".")
+        return int(major) * 10 + int(minor or 0)
+
+    def as_dict(self) -> dict[str, str | None]:
+        """The ``platform`` object of kernelcfg's JSON output."""
+        return {
+            "kind": self.kind,
+            "device": self.device,
+            "capability": self.capability,
+            "gfx_arch": self.gfx_arch,
+            "source": self.source,
+        }
+
+
+def _cuda(device: str, capability: str) -> Target:
+    return Target("cuda", device, capability=capability, source="preset")
+
+
+def _rocm(device: str, gfx_arch: str) -> Target:
+    return Target("rocm", device, gfx_arch=gfx_arch, source="preset")
+
+
+PRESETS: dict[str, Target] = {
+    "v100": _cuda("Tesla V100-SXM2-32GB", "7.0"),
+    "t4": _cuda("Tesla T4", "7.5"),
+    "a100": _cuda("NVIDIA A100-SXM4-80GB", "8.0"),
+    "a10g": _cuda("NVIDIA A10G", "8.6"),
+    "rtx-4090": _cuda("NVIDIA GeForce RTX 4090", "8.9"),
+    "l4": _cuda("NVIDIA L4", "8.9"),
+    "l40s": _cuda("NVIDIA L40S", "8.9"),
+    "h100": _cuda("NVIDIA H100 80GB HBM3", "9.0"),
+    "h200": _cuda("NVIDIA H200", "9.0"),
+    "gh200": _cuda("NVIDIA GH200 480GB", "9.0"),
+    "b200": _cuda("NVIDIA B200", "10.0"),
+    "gb200": _cuda("NVIDIA GB200", "10.0"),
+    "b300": _cuda("NVIDIA B300 SXM6 AC", "10.3"),
+    "gb300": _cuda("NVIDIA GB300", "10.3"),
+    "rtx-pro-6000": _cuda("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"),
+    "rtx-5090": _cuda("NVIDIA GeForce RTX 5090", "12.0"),
+    "dgx-spark": _cuda("NVIDIA GB10", "12.1"),
+    "mi210": _rocm("AMD Instinct MI210", "gfx90a"),
+    "mi250x": _rocm("AMD Instinct MI250X", "gfx90a"),
+    "mi300x": _rocm("AMD Instinct MI300X", "gfx942"),
+    "mi325x": _rocm("AMD Instinct MI325X", "gfx942"),
+    "mi350x": _rocm("AMD Instinct MI350X", "gfx950"),
+    "mi355x": _rocm("AMD Instinct MI355X", "gfx950"),
+    "rx-7900-xtx": _rocm("AMD Radeon RX 7900 XTX", "gfx1100"),
+    "rx-9070-xt": _rocm("AMD Radeon RX 9070 XT", "gfx1201"),
+    "intel-max-1550": Target("xpu", "Intel(R) Data Center GPU Max 1550", source="preset"),
+    "arc-b580": Target("xpu", "Intel(R) Arc(TM) B580 Graphics", source="preset"),
+    "tpu-v6e": Target("tpu", "TPU v6e", source="preset"),
+    "cpu": Target("cpu", "cpu", source="preset"),
+}
+"""Named devices with their real compute capability or gfx architecture."""
+
+_CAPABILITY = re.compile(r"^\d{1,2}\.\d$")
+_GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+
+def _preset(name: str) -> Target:
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    if key in PRESETS:
+        return PRESETS[key]
+    hint = closest(key, PRESETS)
+    raise ArgumentError(
+        f"--device: unknown device {name!r}; known: {', '.join(PRESETS)}"
+        + (f" (did you mean {hint!r}?)" if hint else ""),
+        field="device",
+    )
+
+
+def _check_kind(kind: str) -> Kind:
+    lowered = kind.strip().lower()
+    for known in KINDS:
+        if lowered == known:
+            return known
+    hint = closest(lowered, KINDS)
+    raise ArgumentError(
+        f"--platform: unknown platform {kind!r}; allowed: {', '.join(KINDS)}"
+        + (f" (did you mean {hint!r}?)" if hint else ""),
+        field="platform",
+    )
+
+
+def _explicit(
+    kind: str | None, capability: str | None, gfx_arch: str | None, base: Target | None
+) -> Target | None:
+    """Apply explicit ``--platform``/``--capability``/``--gfx-arch`` over ``base``."""
+    if kind is None and capability is None and gfx_arch is None:
+        return base
+    if capability is not None and not _CAPABILITY.match(capability):
+        raise ArgumentError(
+            f"--capability: {capability!r} is not a compute capability; write it as "
+            "major.minor, e.g. 9.0 or 12.1",
+            field="capability",
+        )
+    if gfx_arch is not None and not _GFX.match(gfx_arch.lower()):
+        raise ArgumentError(
+            f"--gfx-arch: {gfx_arch!r} is not a gfx architecture; write it as gfxNNN, "
+            "e.g. gfx942",
+            field="gfx_arch",
+        )
+    chosen: Kind
+    if kind is not None:
+        chosen = _check_kind(kind)
+    elif base is not None:
+        chosen = base.kind
+    else:
+        chosen = "cuda" if capability is not None else "rocm" if gfx_arch else "cpu"
+    if capability is not None and chosen != "cuda":
+        raise ArgumentError(
+            f"--capability applies to CUDA targets only; the target is {chosen}",
+            field="capability",
+        )
+    if gfx_arch is not None and chosen != "rocm":
+        raise ArgumentError(
+            f"--gfx-arch applies to ROCm targets only; the target is {chosen}",
+            field="gfx_arch",
+        )
+    if base is not None and base.kind == chosen:
+        return replace(
+            base,
+            capability=capability or base.capability,
+            gfx_arch=gfx_arch.lower() if gfx_arch else base.gfx_arch,
+            source="flag",
+        )
+    if chosen == "cuda":
+        cap = capability or "9.0"
+        return Target("cuda", f"CUDA device (SM {cap})", capability=cap, source="flag")
+    if chosen == "rocm":
+        arch = (gfx_arch or "gfx942").lower()
+        return Target("rocm", f"ROCm device ({arch})", gfx_arch=arch, source="flag")
+    return Target(chosen, chosen, source="flag")
+
+
+def resolve_target(
+    *,
+    device: str | None = None,
+    kind: str | None = None,
+    capability: str | None = None,
+    gfx_arch: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    allow_detection: bool = True,
+) -> Target:
+    """The target, from flags, a preset, the environment, detection, or ``cpu``."""
+    if device is not None or kind is not None or capability is not None or gfx_arch:
+        base = _preset(device) if device is not None else None
+        found = _explicit(kind, capability, gfx_arch, base)
+        assert found is not None
+        return found
+    env = environ or {}
+    env_device = env.get("KERNELCFG_DEVICE")
+    env_kind = env.get("KERNELCFG_PLATFORM")
+    env_cap = env.get("KERNELCFG_CAPABILITY")
+    env_gfx = env.get("KERNELCFG_GFX_ARCH")
+    if env_device or env_kind or env_cap or env_gfx:
+        base = _preset(env_device) if env_device else None
+        found = _explicit(env_kind, env_cap, env_gfx, base)
+        assert found is not None
+        return replace(found, source="environment")
+    if allow_detection:
+        return detect()
+    return Target("cpu", "cpu", source="fallback", note="detection was not allowed")
+
+
+@cache
+def detect() -> Target:
+    """This machine's first accelerator, through torch; ``cpu`` (with why) otherwise."""
+    try:
+        import torch
+    except ImportError:
+        return Target("cpu", "cpu", source="fallback", note="torch is not installed")
+    try:
+        if torch.cuda.is_available():
+            props = torch.cuda.get_device_properties(0)
+            if getattr(torch.version, "hip", None):
+                arch = str(getattr(props, "gcnArchName", "")).split(":")[0]
+                return Target("rocm", props.name, gfx_arch=arch or None, source="detected")
+            major, minor = torch.cuda.get_device_capability(0)
+            return Target(
+                "cuda", props.name, capability=f"{major}.{minor}", source="detected"
+            )
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            return Target("xpu", xpu.get_device_name(0), source="detected")
+    except RuntimeError as exc:
+        return Target("cpu", "cpu", source="fallback", note=f"torch saw no usable GPU: {exc}")
+    return Target("cpu", "cpu", source="fallback", note="torch sees no CUDA, ROCm or XPU GPU")
+
+
+def env_flag(release: Release, name: str, env: Mapping[str, str]) -> bool:
+    """A boolean environment variable read as the release's ``vllm/envs.py`` reads it."""
+    spec = release.rules["env_flags"][name]
+    raw = env.get(name, spec["default"])
+    return raw.lower() in spec["true"]
+
+
+def _atoms(release: Release, ctx: ResolutionContext) -> dict[str, bool]:
+    comp = ctx.compilation
+    atoms = {
+        "inductor": comp.using_inductor,
+        "cudagraph": comp.cudagraph_mode != "NONE",
+    }
+    for name in release.rules.get("env_flags", {}):
+        atoms[f"env.{name}"] = env_flag(release, name, ctx.env)
+    arch = ctx.target.gfx_arch or ""
+    for flag, needles in release.rules.get("rocm_arch_flags", {}).items():
+        atoms[f"arch.{flag}"] = any(n in arch for n in needles)
+    cap = ctx.target.capability_int
+    atoms["sm100+"] = cap is not None and cap >= 100
+    return atoms
+
+
+def default_ir_op_priority(release: Release, ctx: ResolutionContext) -> dict[str, list[str]]:
+    """The platform's IR-op priority lists, as the release computes them."""
+    table = release.rules["ir_defaults"]
+    per_op = table.get(ctx.target.kind, table["base"])
+    atoms = _atoms(release, ctx)
+    out: dict[str, list[str]] = {}
+    for op in release.ir_ops:
+        entries = per_op.get(op, per_op.get("*", table["base"]["*"]))
+        out[op] = [
+            entry[0] for entry in entries if len(entry) == 1 or evaluate(entry[1], atoms)
+        ]
+    return out

@@ -1,0 +1,195 @@
+"""Per-release facts of vLLM, one JSON file per release, and the loader.
+
+Nothing else in kernelcfg knows version numbers: code asks a :class:`Release` for
+its fields, choice lists, constants, IR providers and rules. A resolve reads only the
+file of the release it needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kernelcfg.errors import UnknownVersionError
+
+__all__ = ["Release", "known_versions", "load", "newest", "parse_version"]
+
+_DIR = Path(__file__).resolve().parent
+_NAME = re.compile(r"^vllm-(\d+\.\d+\.\d+)\.json$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+@cache
+def known_versions() -> tuple[str, ...]:
+    """Every release kernelcfg has data for, oldest first."""
+    found = (m.group(1) for m in map(_NAME.match, os.listdir(_DIR)) if m)
+    return tuple(sorted(found, key=_key))
+
+
+def newest() -> str:
+    """The newest release kernelcfg knows."""
+    return known_versions()[-1]
+
+
+def parse_version(text: str) -> str:
+    """Canonical ``X.Y.Z`` for ``0.32``, ``0.32.0`` or ``v0.32.0``; known releases only."""
+    match = _VERSION.match(text.strip())
+    if match:
+        major, minor, patch = match.groups()
+        wanted = f"{major}.{minor}.{patch or 0}"
+        if wanted in known_versions():
+            return wanted
+    raise UnknownVersionError(text, known_versions())
+
+
+@dataclass(frozen=True)
+class FieldFacts:
+    """One field of ``KernelConfig`` as a release declares it."""
+
+    name: str
+    """The field's name."""
+    kind: str
+    """``ir_op_priority``, ``bool``, ``choice`` or ``choice_map``."""
+    default: Any
+    """The default value (``None`` for the IR-op priority, built by a factory)."""
+    choices: str | None
+    """For ``choice`` and ``choice_map``: the name of the choice list."""
+    nullable: bool
+    """Whether ``None`` passes validation (vLLM's skip-``None`` validator)."""
+    min_length: int | None
+    """For ``choice_map``: the least number of entries."""
+    doc: str
+    """What the field means, in kernelcfg's words."""
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """The facts of one vLLM release that bear on kernel configuration."""
+
+    version: str
+    """``X.Y.Z``."""
+    data: dict[str, Any] = field(repr=False)
+    """The release's whole data file."""
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        """The version as a tuple of integers, for ordering."""
+        return _key(self.version)
+
+    @property
+    def kernel_fields(self) -> tuple[FieldFacts, ...]:
+        """``KernelConfig``'s fields, in declaration order."""
+        return _kernel_fields(self)
+
+    @property
+    def ir_ops(self) -> tuple[str, ...]:
+        """``IrOpPriorityConfig``'s fields (the IR ops), in declaration order."""
+        return tuple(f["name"] for f in self.data["ir_op_priority"]["fields"])
+
+    def choices(self, name: str) -> tuple[str, ...]:
+        """A choice list by field name or vLLM alias (``moe_backend``, ``MoEBackend``)."""
+        alias = _ALIASES.get(name, name)
+        return tuple(self.data["choices"].get(alias, ()))
+
+    def constant(self, name: str, default: Any = None) -> Any:
+        """A module-level constant of ``vllm.config.kernel`` (sets as sorted lists)."""
+        return self.data["constants"].get(name, default)
+
+    @property
+    def hash_ignored(self) -> frozenset[str]:
+        """Fields ``KernelConfig.compute_hash`` always leaves out."""
+        return frozenset(self.data["kernel_config"]["hash_ignored"])
+
+    @property
+    def hash_ignored_when_none(self) -> frozenset[str]:
+        """Fields left out of the hash only while they are ``None``."""
+        return frozenset(self.data["kernel_config"]["hash_ignored_when_none"])
+
+    @property
+    def normalized_fields(self) -> frozenset[str]:
+        """Fields whose strings are lower-cased, ``-`` to ``_``, before validation."""
+        return frozenset(self.data["kernel_config"]["normalized"])
+
+    def providers(self, op: str) -> dict[str, dict[str, Any]]:
+        """The providers registered for an IR op: name to ``{file, uuid, ...}``."""
+        return dict(self.data["ir_ops"].get(op, {}).get("providers", {}))
+
+    def has_function(self, name: str) -> bool:
+        """Whether ``vllm.config.kernel`` defines this rule function."""
+        return bool(self.data["functions"].get(name))
+
+    @property
+    def moe_ep_model_checked(self) -> frozenset[str]:
+        """MoE backends that ``validate_flashinfer_moe_ep_model`` checks."""
+        return frozenset(self.data["functions"].get("validate_flashinfer_moe_ep_model") or ())
+
+    @property
+    def rules(self) -> dict[str, Any]:
+        """The maintainer-written rules: docs, platform IR defaults, provider support."""
+        rules: dict[str, Any] = self.data["rules"]
+        return rules
+
+    @property
+    def envs(self) -> frozenset[str]:
+        """The environment variables this release's ``vllm/envs.py`` knows."""
+        return frozenset(self.data["envs"])
+
+
+_ALIASES = {
+    "moe_backend": "MoEBackend",
+    "linear_backend": "LinearBackend",
+    "linear_backend_per_quant": "LinearBackend",
+    "sparse_indexer_topk_backend": "SparseIndexerTopkBackend",
+    "all2all_backend": "All2AllBackend",
+}
+
+
+def _field_kind(annotation: str) -> tuple[str, str | None]:
+    if annotation == "IrOpPriorityConfig":
+        return "ir_op_priority", None
+    if annotation == "bool":
+        return "bool", None
+    match = re.fullmatch(r"dict\[str, (\w+)\] \| None", annotation)
+    if match:
+        return "choice_map", match.group(1)
+    return "choice", annotation
+
+
+@cache
+def _kernel_fields(release: Release) -> tuple[FieldFacts, ...]:
+    decl = release.data["kernel_config"]
+    docs = release.rules.get("docs", {}).get("fields", {})
+    nullable = set(decl["skip_none_validation"])
+    out = []
+    for raw in decl["fields"]:
+        kind, choices = _field_kind(raw["annotation"])
+        out.append(
+            FieldFacts(
+                name=raw["name"],
+                kind=kind,
+                default=raw.get("default"),
+                choices=choices,
+                nullable=raw["name"] in nullable or kind == "choice_map",
+                min_length=raw.get("min_length"),
+                doc=docs.get(raw["name"], ""),
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def load(version: str | None = None) -> Release:
+    """The release ``version`` (any accepted spelling), or the newest one."""
+    canonical = parse_version(version) if version else newest()
+    path = _DIR / f"vllm-{canonical}.json"
+    with path.open(encoding="utf-8") as fh:
+        return Release(canonical, json.load(fh))

@@ -1,0 +1,239 @@
+"""A resolution as data (the JSON contract) and as text: json, yaml, env, args, table.
+
+Only :func:`table` imports rich; the machine formats never do.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from kernelcfg.pipeline import Failure
+from kernelcfg.resolve import Resolution
+
+__all__ = ["FORMATS", "FORMAT_VERSION", "as_args", "as_data", "as_env", "as_json", "as_yaml"]
+
+FORMAT_VERSION = "1"
+FORMATS = ("table", "json", "yaml", "env", "args")
+"""The output formats of ``kernelcfg resolve``."""
+
+
+def as_data(
+    result: Resolution | Failure, *, strict: bool = False, sources: bool = False
+) -> dict[str, Any]:
+    """The JSON contract's object for one resolution (or unusable input)."""
+    if isinstance(result, Failure):
+        return {
+            "format_version": FORMAT_VERSION,
+            "vllm_version": result.release.version if result.release else None,
+            "valid": False,
+            "platform": result.target.as_dict() if result.target else None,
+            "kernel_config": None,
+            "parallel_config": None,
+            "compilation": None,
+            "ir_dispatch": None,
+            "hash": None,
+            "hash_factors": None,
+            "problems": [result.problem.as_dict()],
+        }
+    problems = result.problems
+    valid = result.exit_code(strict=strict) == 0
+    data: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "vllm_version": result.release.version,
+        "valid": valid,
+        "platform": result.target.as_dict(),
+        "kernel_config": result.kernel_config,
+        "parallel_config": result.parallel or None,
+        "compilation": result.compilation or None,
+        "ir_dispatch": result.ir_dispatch or None,
+        "hash": result.hash,
+        "hash_factors": result.hash_factors,
+        "problems": [p.as_dict() for p in problems],
+    }
+    if sources:
+        data["sources"] = result.sources
+    return data
+
+
+def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
+    """The exit code a resolution (or failure) stands for."""
+    if isinstance(result, Failure):
+        return result.problem.exit_code
+    return result.exit_code(strict=strict)
+
+
+def as_json(data: dict[str, Any], *, indent: int | None = 2) -> str:
+    """JSON text of a contract object."""
+    return json.dumps(data, indent=indent)
+
+
+def as_yaml(data: dict[str, Any]) -> str:
+    """YAML text of a contract object."""
+    import yaml
+
+    return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+
+
+def _env_name(*parts: str) -> str:
+    return "KERNELCFG_" + "_".join(p.upper().replace(".", "_").replace("-", "_") for p in parts)
+
+
+def _env_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def as_env(data: dict[str, Any]) -> str:
+    """``KERNELCFG_…=…`` lines, shell-quoted, for ``eval`` or ``source``."""
+    pairs: list[tuple[str, Any]] = [
+        (_env_name("valid"), data["valid"]),
+        (_env_name("vllm_version"), data["vllm_version"]),
+        (_env_name("hash"), data["hash"]),
+    ]
+    for key, value in (data.get("platform") or {}).items():
+        pairs.append((_env_name("platform", key), value))
+    for key, value in (data.get("kernel_config") or {}).items():
+        if key == "ir_op_priority":
+            for op, lst in value.items():
+                pairs.append((_env_name("ir_op_priority", op), lst))
+        else:
+            pairs.append((_env_name(key), value))
+    for key, value in (data.get("parallel_config") or {}).items():
+        pairs.append((_env_name(key), value))
+    for key, value in (data.get("compilation") or {}).items():
+        pairs.append((_env_name("compilation", key), value))
+    for op, chain in (data.get("ir_dispatch") or {}).items():
+        pairs.append((_env_name("ir_dispatch", op), chain))
+    errors = [p for p in data["problems"] if p["severity"] == "error"]
+    pairs.append((_env_name("errors"), len(errors)))
+    return "".join(f"{name}={shlex.quote(_env_value(value))}\n" for name, value in pairs)
+
+
+def as_args(result: Resolution) -> list[str]:
+    """Canonical vLLM flags that reproduce the resolved kernel config (and its hash)."""
+    inputs = result.inputs
+    config = result.kernel_config
+    if inputs is None or config is None:
+        return []
+    facts = {f.name: f for f in result.release.kernel_fields}
+    kernel: dict[str, Any] = {}
+    for name, value in config.items():
+        if name == "ir_op_priority":
+            given = {
+                op: lst
+                for op, lst in value.items()
+                if "flag" in result.sources.get(f"ir_op_priority.{name}.{op}", "")
+                or "flag" in result.sources.get(f"ir_op_priority.{op}", "")
+                or op in inputs.kernel_config.get("ir_op_priority", {})
+            }
+            if given:
+                kernel[name] = given
+        elif value != facts[name].default:
+            kernel[name] = value
+    out: list[str] = []
+    if kernel:
+        out += ["--kernel-config", json.dumps(kernel, separators=(",", ":"))]
+    if inputs.optimization_level != 2:
+        out.append(f"-O{inputs.optimization_level}")
+    compilation: dict[str, Any] = {}
+    if inputs.compilation_mode is not None:
+        compilation["mode"] = inputs.compilation_mode
+    if inputs.cudagraph_mode is not None:
+        compilation["cudagraph_mode"] = inputs.cudagraph_mode
+    if inputs.compile_backend:
+        compilation["backend"] = inputs.compile_backend
+    if compilation:
+        out += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
+    if inputs.enforce_eager:
+        out.append("--enforce-eager")
+    if inputs.enable_fault_tolerance:
+        out.append("--enable-fault-tolerance")
+    if inputs.enable_lora:
+        out.append("--enable-lora")
+    a2a = result.parallel.get("all2all_backend")
+    passthrough = result.release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
+    if a2a not in (None, "allgather_reducescatter", passthrough):
+        out += ["--all2all-backend", str(a2a)]
+    if inputs.enable_expert_parallel:
+        out.append("--enable-expert-parallel")
+    if inputs.tensor_parallel_size != 1:
+        out += ["--tensor-parallel-size", str(inputs.tensor_parallel_size)]
+    if inputs.data_parallel_size != 1:
+        out += ["--data-parallel-size", str(inputs.data_parallel_size)]
+    return out
+
+
+def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
+    """A rich renderable for people: fields with their sources, dispatch, hash, problems."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    data = as_data(result, strict=strict)
+    parts: list[Any] = []
+    platform = data.get("platform") or {}
+    head = Text()
+    head.append(f"vLLM {data['vllm_version'] or '?'}", style="bold")
+    if platform:
+        extra = platform.get("capability") or platform.get("gfx_arch") or ""
+        head.append(
+            f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
+            f"from {platform['source']})"
+        )
+    head.append("  valid" if data["valid"] else "  NOT VALID", style="green" if data["valid"] else "red bold")
+    parts.append(head)
+    if isinstance(result, Resolution) and result.kernel_config is not None:
+        fields = Table(title="kernel config", title_justify="left", expand=False)
+        fields.add_column("field")
+        fields.add_column("value")
+        fields.add_column("from", style="dim")
+        fields.add_column("hashed", justify="center")
+        ignored = set(result.release.hash_ignored)
+        for name, value in result.kernel_config.items():
+            if name == "ir_op_priority":
+                for op, lst in value.items():
+                    fields.add_row(
+                        f"ir_op_priority.{op}",
+                        ",".join(lst or []),
+                        result.sources.get(f"ir_op_priority.{op}", "default"),
+                        "sub-hash",
+                    )
+                continue
+            hashed = name not in ignored and not (
+                value is None and name in result.release.hash_ignored_when_none
+            )
+            fields.add_row(
+                name, json.dumps(value), result.sources.get(name, "default"), "yes" if hashed else "no"
+            )
+        parts.append(fields)
+        other = Table(title="engine", title_justify="left")
+        other.add_column("setting")
+        other.add_column("value")
+        other.add_column("from", style="dim")
+        for key, value in result.compilation.items():
+            other.add_row(f"compilation.{key}", str(value), result.sources.get(f"compilation.{key}", "default"))
+        for key, value in result.parallel.items():
+            other.add_row(key, str(value), result.sources.get(key, "flag" if key in result.sources else "default"))
+        parts.append(other)
+        if result.ir_dispatch:
+            dispatch = Table(title="IR dispatch on this target", title_justify="left")
+            dispatch.add_column("op")
+            dispatch.add_column("providers tried, in order")
+            for op, chain in result.ir_dispatch.items():
+                dispatch.add_row(op, " → ".join(chain))
+            parts.append(dispatch)
+    if data["hash"]:
+        parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
+    for problem in data["problems"]:
+        style = {"error": "red bold", "warning": "yellow", "info": "dim"}[problem["severity"]]
+        parts.append(Text(f"{problem['severity']}: {problem['message']}", style=style))
+    return Group(*parts)

@@ -1,0 +1,79 @@
+"""vLLM's cross-field rules of ``vllm.config.kernel``, with vLLM's own messages.
+
+Each function takes the release whose constants it applies; the errors are
+:class:`RuleError`, both kernelcfg's ``EngineError`` (exit 1) and the
+``ValueError`` vLLM raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from kernelcfg.errors import EngineError
+from kernelcfg.releases import Release
+
+__all__ = ["HasAll2All", "RuleError", "bind_passthrough_all2all_backend", "validate_flashinfer_moe_ep_model"]
+
+_DEFAULT_ALL2ALL = "allgather_reducescatter"
+
+
+class HasAll2All(Protocol):
+    """Anything with an ``all2all_backend`` (vLLM's ``ParallelConfig``, a context)."""
+
+    all2all_backend: str
+
+
+class RuleError(EngineError, ValueError):
+    """A cross-field rule vLLM enforces at start-up was broken."""
+
+
+def validate_flashinfer_moe_ep_model(
+    release: Release, moe_backend: str, architectures: Iterable[str]
+) -> None:
+    """Refuse a DeepSeek-V4-only MoE backend for a model that is not DeepSeek-V4."""
+    if moe_backend not in release.moe_ep_model_checked:
+        return
+    allowed = release.constant("FLASHINFER_MOE_EP_ARCHITECTURES", [])
+    architectures = list(architectures)
+    if not any(arch in allowed for arch in architectures):
+        raise RuleError(
+            f"moe_backend={moe_backend!r} is only supported for DeepSeek-V4 "
+            f"models ({sorted(allowed)}), but the model is {architectures}.",
+            field="moe_backend",
+            code="moe-backend-needs-deepseek-v4",
+        )
+
+
+def bind_passthrough_all2all_backend(
+    release: Release, moe_backend: str, parallel_config: HasAll2All
+) -> None:
+    """Give MoE backends that dispatch and combine themselves the passthrough all2all.
+
+    Left at its default, the all2all backend becomes ``passthrough``; any other
+    explicit choice is refused, and ``passthrough`` with any other MoE backend too.
+    Calling it again changes nothing.
+    """
+    own = release.constant("FLASHINFER_MOE_EP_BACKENDS", [])
+    passthrough = release.constant("PASSTHROUGH_ALL2ALL_BACKEND", "passthrough")
+    a2a = parallel_config.all2all_backend
+    if moe_backend in own:
+        if a2a == passthrough:
+            return
+        if a2a != _DEFAULT_ALL2ALL:
+            raise RuleError(
+                f"moe_backend={moe_backend!r} dispatches and combines itself and "
+                f"cannot be paired with all2all_backend={a2a!r}; leave "
+                f"--all2all-backend unset.",
+                field="all2all_backend",
+                code="all2all-conflicts-with-moe-backend",
+            )
+        parallel_config.all2all_backend = passthrough
+    elif a2a == passthrough:
+        raise RuleError(
+            f"all2all_backend={a2a!r} is only valid with a moe_backend that "
+            f"dispatches and combines itself ({sorted(own)}),"
+            f" got moe_backend={moe_backend!r}.",
+            field="all2all_backend",
+            code="passthrough-needs-moe-ep-backend",
+        )

@@ -1,0 +1,59 @@
+"""Shared test helpers: the golden vectors (copied from real vLLM runs) and fixtures."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelcfg import releases
+
+GOLDEN = Path(__file__).parent / "golden"
+
+PLATFORM_KIND = {
+    "Platform": "cpu",
+    "UnspecifiedPlatform": "cpu",
+    "CpuPlatform": "cpu",
+    "ZenCpuPlatform": "cpu",
+    "CudaPlatform": "cuda",
+    "XPUPlatform": "xpu",
+    "RocmPlatform": "rocm",
+}
+"""vLLM's platform classes, by the kind kernelcfg models them as."""
+
+MODES = ("NONE", "STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE", "VLLM_COMPILE")
+
+
+def golden_versions() -> list[str]:
+    """Releases with both a kernelcfg data file and golden vectors."""
+    have = {p.name.removeprefix("vllm-") for p in GOLDEN.iterdir() if p.is_dir()}
+    return [v for v in releases.known_versions() if v in have]
+
+
+@cache
+def golden(version: str, name: str) -> dict[str, Any]:
+    """One golden file of one release."""
+    with (GOLDEN / f"vllm-{version}" / f"{name}.json").open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def enum_name(value: Any) -> Any:
+    """``CompilationMode.NONE`` (or ``0``) to ``NONE``; ``None`` stays."""
+    if isinstance(value, int):
+        return MODES[value]
+    return None if value is None else str(value).split(".")[-1]
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No VLLM_*/KERNELCFG_*/TORCH_COMPILE_DISABLE variables from the caller's shell."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith(("VLLM_", "KERNELCFG_")) or key == "TORCH_COMPILE_DISABLE":
+            monkeypatch.delenv(key)
+    return monkeypatch
