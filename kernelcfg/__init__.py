@@ -71,8 +71,12 @@ _LAZY = {
     "Resolution": "kernelcfg.resolve",
     "resolve": "kernelcfg.resolve",
 }
-_NEWEST = ("KernelConfig", "IrOpPriorityConfig", "bind_passthrough_all2all_backend",
-           "validate_flashinfer_moe_ep_model")
+_NEWEST = (
+    "KernelConfig",
+    "IrOpPriorityConfig",
+    "bind_passthrough_all2all_backend",
+    "validate_flashinfer_moe_ep_model",
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -19,9 +19,9 @@ class ReleaseAPI:
 
     release: Release
     """The release's facts."""
-    KernelConfig: type[KernelConfigBase]  # noqa: N815 - vLLM's name
+    KernelConfig: type[KernelConfigBase]
     """That release's ``KernelConfig``."""
-    IrOpPriorityConfig: type[IrOpPriorityBase]  # noqa: N815 - vLLM's name
+    IrOpPriorityConfig: type[IrOpPriorityBase]
     """That release's ``IrOpPriorityConfig``."""
 
     @property

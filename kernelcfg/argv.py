@@ -286,10 +286,10 @@ def _human_int(text: str) -> int:
     number, suffix = match.groups()
     power = "kmgt".index(suffix.lower()) + 1
     if suffix.islower():
-        return int(float(number) * 1000**power)
+        return int(float(number) * int(1000**power))
     if "." in number:
         raise ValueError(text)
-    return int(number) * 1024**power
+    return int(number) * int(1024**power)
 
 
 def _dotted_value(text: str) -> Any:
@@ -586,7 +586,11 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
                     field="compilation_config.cudagraph_mode",
                 )
             cudagraph = cudagraph.upper()
-        elif isinstance(cudagraph, int) and not isinstance(cudagraph, bool) and cudagraph in (0, 1, 2):
+        elif (
+            isinstance(cudagraph, int)
+            and not isinstance(cudagraph, bool)
+            and cudagraph in (0, 1, 2)
+        ):
             cudagraph = CUDAGRAPH_MODES[cudagraph]
         else:
             raise ArgumentError(
@@ -636,7 +640,11 @@ def parse(
         args = args[1:]
         for i, arg in enumerate(args):
             if re.fullmatch(r"--model(=.+)?", arg):
-                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else None)
+                value = (
+                    arg.split("=", 1)[1]
+                    if "=" in arg
+                    else (args[i + 1] if i + 1 < len(args) else None)
+                )
                 if value is not None:
                     del args[i : i + (1 if "=" in arg else 2)]
                     args.insert(0, value)
@@ -689,7 +697,9 @@ def parse(
         flag = matched
         if spec.kind == "bool":
             if eq:
-                raise ArgumentError(f"argument {flag}: ignored explicit argument {inline!r}", field=flag)
+                raise ArgumentError(
+                    f"argument {flag}: ignored explicit argument {inline!r}", field=flag
+                )
             setattr(inputs, spec.dest, spec.flag_value)
             inputs.sources[spec.dest] = tok.origin
             i += 1
@@ -699,7 +709,8 @@ def parse(
             i += 1
         else:
             if i + 1 >= len(tokens) or (
-                tokens[i + 1].text.startswith("-") and tokens[i + 1].parsed is None
+                tokens[i + 1].text.startswith("-")
+                and tokens[i + 1].parsed is None
                 and not re.fullmatch(r"-\d+(\.\d+)?", tokens[i + 1].text)
             ):
                 raise ArgumentError(f"argument {flag}: expected one argument", field=flag)

@@ -7,7 +7,7 @@ problems go to stderr, one line each.
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -29,7 +29,7 @@ app = typer.Typer(
 )
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """Output formats of ``resolve``."""
 
     table = "table"
@@ -43,7 +43,9 @@ def _version(value: bool) -> None:
     if value:
         from kernelcfg import releases
 
-        typer.echo(f"kernelcfg {__version__} (vLLM releases: {', '.join(releases.known_versions())})")
+        typer.echo(
+            f"kernelcfg {__version__} (vLLM releases: {', '.join(releases.known_versions())})"
+        )
         raise typer.Exit()
 
 
@@ -51,7 +53,9 @@ def _version(value: bool) -> None:
 def main_callback(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit."),
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
     ] = False,
 ) -> None:
     """kernelcfg: vLLM kernel flags, resolved before a GPU is booked."""
@@ -75,10 +79,22 @@ def _complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> lis
     if previous in _KERNEL_FLAG_CHOICES:
         values = release.choices(_KERNEL_FLAG_CHOICES[previous])
         return [v for v in values if v.startswith(incomplete) and v != "passthrough"]
-    flags = [*_KERNEL_FLAG_CHOICES, "--kernel-config", "--ir-op-priority", "--monokernel",
-             "--enable-flashinfer-autotune", "--enforce-eager", "--compilation-config",
-             "--optimization-level", "--enable-lora", "--enable-expert-parallel",
-             "--tensor-parallel-size", "--data-parallel-size", "--hf-config-path", "--config"]
+    flags = [
+        *_KERNEL_FLAG_CHOICES,
+        "--kernel-config",
+        "--ir-op-priority",
+        "--monokernel",
+        "--enable-flashinfer-autotune",
+        "--enforce-eager",
+        "--compilation-config",
+        "--optimization-level",
+        "--enable-lora",
+        "--enable-expert-parallel",
+        "--tensor-parallel-size",
+        "--data-parallel-size",
+        "--hf-config-path",
+        "--config",
+    ]
     return [f for f in flags if f.startswith(incomplete)]
 
 
@@ -97,7 +113,8 @@ def _print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
         "Examples:\n\n"
         "  kernelcfg resolve --moe-backend flashinfer_trtllm --device b200 --format json\n\n"
         "  kernelcfg resolve --device mi300x --env VLLM_ROCM_USE_AITER=1 -O3\n\n"
-        "  kernelcfg resolve --device h100 -- vllm serve ./my-model --kernel-config.moe_backend=triton -tp 8\n\n"
+        "  kernelcfg resolve --device h100 -- vllm serve ./my-model "
+        "--kernel-config.moe_backend=triton -tp 8\n\n"
         "  kernelcfg resolve --batch matrix.jsonl --device b200 > results.jsonl\n\n"
         "Exit codes: 0 valid; 1 vLLM would refuse it at engine start-up (or the target "
         "cannot run it); 2 vLLM would refuse it while reading its arguments."
@@ -134,21 +151,30 @@ def resolve(
     ] = None,
     architecture: Annotated[
         list[str] | None,
-        typer.Option("--architecture", help="Model architecture (repeatable), e.g. DeepseekV4ForCausalLM."),
+        typer.Option(
+            "--architecture", help="Model architecture (repeatable), e.g. DeepseekV4ForCausalLM."
+        ),
     ] = None,
     env: Annotated[
         list[str] | None,
-        typer.Option("--env", help="KEY=VALUE the engine would see (repeatable); wins over this shell's."),
+        typer.Option(
+            "--env", help="KEY=VALUE the engine would see (repeatable); wins over this shell's."
+        ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
     batch: Annotated[
         str | None,
-        typer.Option("--batch", help="Resolve JSON lines from FILE (or - for stdin), one result per line."),
+        typer.Option(
+            "--batch", help="Resolve JSON lines from FILE (or - for stdin), one result per line."
+        ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="Print nothing; only the exit code.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="Print nothing; only the exit code.")
+    ] = False,
     explain_sources: Annotated[
-        bool, typer.Option("--explain-sources", help="Add where each value came from to the output.")
+        bool,
+        typer.Option("--explain-sources", help="Add where each value came from to the output."),
     ] = False,
 ) -> None:
     """Resolve vLLM kernel flags for a release and a GPU; print the config and its hash.

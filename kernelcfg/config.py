@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -66,6 +66,9 @@ class IrOpPriorityBase:
     """Methods shared by every release's ``IrOpPriorityConfig``."""
 
     release: ClassVar[Release]
+    if TYPE_CHECKING:
+
+        def __init__(self, **kwargs: Any) -> None: ...
 
     def op_lists(self) -> dict[str, list[str]]:
         """Each op's priority list, in field order."""
@@ -134,7 +137,9 @@ class KernelConfigBase:
         for facts in self.release.kernel_fields:
             value = getattr(self, facts.name)
             if facts.kind == "ir_op_priority":
-                value = {op: list(v) if v is not None else None for op, v in value.op_lists().items()}
+                value = {
+                    op: list(v) if v is not None else None for op, v in value.op_lists().items()
+                }
             elif isinstance(value, dict):
                 value = dict(value)
             out[facts.name] = value
@@ -240,7 +245,7 @@ def _build_ir_class(release: Release) -> type[IrOpPriorityBase]:
     namespace["__annotations__"] = annotations
     namespace["_to_list_str"] = field_validator("*", mode="before")(classmethod(_to_list_str))
     cls = type("IrOpPriorityConfig", (IrOpPriorityBase,), namespace)
-    return pydantic_dataclass(cls, config=_FORBID)  # type: ignore[no-any-return]
+    return cast(type[IrOpPriorityBase], pydantic_dataclass(cls, config=_FORBID))
 
 
 def _field_spec(
@@ -260,9 +265,7 @@ def _field_spec(
     return literal, Field(default=facts.default, description=facts.doc)
 
 
-def _build_kernel_class(
-    release: Release, ir_cls: type[IrOpPriorityBase]
-) -> type[KernelConfigBase]:
+def _build_kernel_class(release: Release, ir_cls: type[IrOpPriorityBase]) -> type[KernelConfigBase]:
     annotations: dict[str, Any] = {}
     namespace: dict[str, Any] = {
         "__module__": __name__,
@@ -284,7 +287,7 @@ def _build_kernel_class(
             classmethod(_skip_none)
         )
     cls = type("KernelConfig", (KernelConfigBase,), namespace)
-    return pydantic_dataclass(cls, config=_FORBID)  # type: ignore[no-any-return]
+    return cast(type[KernelConfigBase], pydantic_dataclass(cls, config=_FORBID))
 
 
 @cache
@@ -297,4 +300,3 @@ def config_classes(release: Release) -> ConfigClasses:
 def build_kernel_config(release: Release, values: dict[str, Any]) -> KernelConfigBase:
     """Construct and validate a ``KernelConfig``; pydantic's error on bad input."""
     return config_classes(release).KernelConfig(**values)
-

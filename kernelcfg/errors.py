@@ -27,9 +27,7 @@ def closest(value: str, allowed: Iterable[str]) -> str | None:
         return lowered[value.lower()]
     found = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
     if not found:
-        found = difflib.get_close_matches(
-            value.lower().replace("-", "_"), choices, n=1, cutoff=0.6
-        )
+        found = difflib.get_close_matches(value.lower().replace("-", "_"), choices, n=1, cutoff=0.6)
     return found[0] if found else None
 
 

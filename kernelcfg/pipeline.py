@@ -26,9 +26,7 @@ ENV_NAMES = ("TORCH_COMPILE_DISABLE",)
 def engine_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables of ``environ`` (default: this process's) that vLLM would read."""
     source = os.environ if environ is None else environ
-    return {
-        k: v for k, v in source.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
-    }
+    return {k: v for k, v in source.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
 
 
 @dataclass
@@ -120,7 +118,7 @@ def _line_args(raw: str) -> tuple[Any, list[str]]:
         argv = value["argv"]
         if all(isinstance(a, str) for a in argv):
             return value.get("id"), argv
-    raise ValueError("a line must be a JSON array of strings or {\"id\": ..., \"argv\": [...]}")
+    raise ValueError('a line must be a JSON array of strings or {"id": ..., "argv": [...]}')
 
 
 def batch(

@@ -158,8 +158,7 @@ def _explicit(
         )
     if gfx_arch is not None and not _GFX.match(gfx_arch.lower()):
         raise ArgumentError(
-            f"--gfx-arch: {gfx_arch!r} is not a gfx architecture; write it as gfxNNN, "
-            "e.g. gfx942",
+            f"--gfx-arch: {gfx_arch!r} is not a gfx architecture; write it as gfxNNN, e.g. gfx942",
             field="gfx_arch",
         )
     chosen: Kind
@@ -239,9 +238,7 @@ def detect() -> Target:
                 arch = str(getattr(props, "gcnArchName", "")).split(":")[0]
                 return Target("rocm", props.name, gfx_arch=arch or None, source="detected")
             major, minor = torch.cuda.get_device_capability(0)
-            return Target(
-                "cuda", props.name, capability=f"{major}.{minor}", source="detected"
-            )
+            return Target("cuda", props.name, capability=f"{major}.{minor}", source="detected")
         xpu = getattr(torch, "xpu", None)
         if xpu is not None and xpu.is_available():
             return Target("xpu", xpu.get_device_name(0), source="detected")
@@ -281,7 +278,5 @@ def default_ir_op_priority(release: Release, ctx: ResolutionContext) -> dict[str
     out: dict[str, list[str]] = {}
     for op in release.ir_ops:
         entries = per_op.get(op, per_op.get("*", table["base"]["*"]))
-        out[op] = [
-            entry[0] for entry in entries if len(entry) == 1 or evaluate(entry[1], atoms)
-        ]
+        out[op] = [entry[0] for entry in entries if len(entry) == 1 or evaluate(entry[1], atoms)]
     return out

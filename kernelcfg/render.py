@@ -189,7 +189,10 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
             f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
             f"from {platform['source']})"
         )
-    head.append("  valid" if data["valid"] else "  NOT VALID", style="green" if data["valid"] else "red bold")
+    head.append(
+        "  valid" if data["valid"] else "  NOT VALID",
+        style="green" if data["valid"] else "red bold",
+    )
     parts.append(head)
     if isinstance(result, Resolution) and result.kernel_config is not None:
         fields = Table(title="kernel config", title_justify="left", expand=False)
@@ -212,7 +215,10 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
                 value is None and name in result.release.hash_ignored_when_none
             )
             fields.add_row(
-                name, json.dumps(value), result.sources.get(name, "default"), "yes" if hashed else "no"
+                name,
+                json.dumps(value),
+                result.sources.get(name, "default"),
+                "yes" if hashed else "no",
             )
         parts.append(fields)
         other = Table(title="engine", title_justify="left")
@@ -220,9 +226,17 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         other.add_column("value")
         other.add_column("from", style="dim")
         for key, value in result.compilation.items():
-            other.add_row(f"compilation.{key}", str(value), result.sources.get(f"compilation.{key}", "default"))
+            other.add_row(
+                f"compilation.{key}",
+                str(value),
+                result.sources.get(f"compilation.{key}", "default"),
+            )
         for key, value in result.parallel.items():
-            other.add_row(key, str(value), result.sources.get(key, "flag" if key in result.sources else "default"))
+            other.add_row(
+                key,
+                str(value),
+                result.sources.get(key, "flag" if key in result.sources else "default"),
+            )
         parts.append(other)
         if result.ir_dispatch:
             dispatch = Table(title="IR dispatch on this target", title_justify="left")

@@ -291,7 +291,10 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
 
         levels = release.rules.get("compilation", {}).get("optimization_levels", {})
         table = levels.get(str(inputs.optimization_level), {})
-        if config.values().get("enable_flashinfer_autotune") is None and "enable_flashinfer_autotune" in table:
+        if (
+            config.values().get("enable_flashinfer_autotune") is None
+            and "enable_flashinfer_autotune" in table
+        ):
             config.enable_flashinfer_autotune = table["enable_flashinfer_autotune"]  # type: ignore[attr-defined]
             result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
 

@@ -13,7 +13,12 @@ from typing import Protocol
 from kernelcfg.errors import EngineError
 from kernelcfg.releases import Release
 
-__all__ = ["HasAll2All", "RuleError", "bind_passthrough_all2all_backend", "validate_flashinfer_moe_ep_model"]
+__all__ = [
+    "HasAll2All",
+    "RuleError",
+    "bind_passthrough_all2all_backend",
+    "validate_flashinfer_moe_ep_model",
+]
 
 _DEFAULT_ALL2ALL = "allgather_reducescatter"
 

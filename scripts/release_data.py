@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import hashlib
 import io
 import json
@@ -74,9 +75,13 @@ def _const(node: ast.expr, names: dict[str, Any]) -> Any:
         return node.value
     if isinstance(node, ast.Name):
         return names[node.id]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id == "frozenset" and node.args:
-            return frozenset(_const(node.args[0], names))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "frozenset"
+        and node.args
+    ):
+        return frozenset(_const(node.args[0], names))
     if isinstance(node, ast.Set | ast.List | ast.Tuple):
         return [_const(e, names) for e in node.elts]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -87,7 +92,7 @@ def _const(node: ast.expr, names: dict[str, Any]) -> Any:
 def _literal_choices(node: ast.expr) -> list[str] | None:
     if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "Literal":
         elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        return [e.value for e in elts if isinstance(e, ast.Constant)]
+        return [str(e.value) for e in elts if isinstance(e, ast.Constant)]
     return None
 
 
@@ -129,7 +134,7 @@ def _validator_targets(cls: ast.ClassDef) -> dict[str, list[str]]:
             continue
         for deco in stmt.decorator_list:
             if isinstance(deco, ast.Call) and ast.unparse(deco.func) == "field_validator":
-                found[stmt.name] = [a.value for a in deco.args if isinstance(a, ast.Constant)]
+                found[stmt.name] = [str(a.value) for a in deco.args if isinstance(a, ast.Constant)]
     return found
 
 
@@ -167,10 +172,8 @@ def kernel_facts(src: Source) -> dict[str, Any]:
             if literal is not None:
                 choices[target.id] = literal
                 continue
-            try:
+            with contextlib.suppress(ValueError, KeyError):
                 names[target.id] = _const(value, names)
-            except (ValueError, KeyError):
-                pass
         elif isinstance(stmt, ast.ClassDef):
             classes[stmt.name] = stmt
         elif isinstance(stmt, ast.FunctionDef):
@@ -195,9 +198,7 @@ def kernel_facts(src: Source) -> dict[str, Any]:
         model_check = sorted(checked) if isinstance(checked, frozenset) else [checked]
 
     constants = {
-        k: _jsonable(v)
-        for k, v in names.items()
-        if k.isupper() and isinstance(v, str | frozenset)
+        k: _jsonable(v) for k, v in names.items() if k.isupper() and isinstance(v, str | frozenset)
     }
     return {
         "kernel_config": {
@@ -208,14 +209,10 @@ def kernel_facts(src: Source) -> dict[str, Any]:
             "hash_ignored_when_none": ignored_when_none,
         },
         "ir_op_priority": {"fields": _fields(classes["IrOpPriorityConfig"])},
-        "choices": {
-            alias: choices[alias] for alias in CHOICE_ALIASES if alias in choices
-        },
+        "choices": {alias: choices[alias] for alias in CHOICE_ALIASES if alias in choices},
         "constants": dict(sorted(constants.items())),
         "functions": {
-            "bind_passthrough_all2all_backend": (
-                "bind_passthrough_all2all_backend" in functions
-            ),
+            "bind_passthrough_all2all_backend": ("bind_passthrough_all2all_backend" in functions),
             "validate_flashinfer_moe_ep_model": model_check,
         },
     }
@@ -224,10 +221,7 @@ def kernel_facts(src: Source) -> dict[str, Any]:
 def all2all_choices(src: Source) -> list[str]:
     tree = ast.parse(src.text("vllm/config/parallel.py"))
     for stmt in tree.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and ast.unparse(stmt.targets[0]) == "All2AllBackend"
-        ):
+        if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == "All2AllBackend":
             found = _literal_choices(stmt.value)
             if found is not None:
                 return found
@@ -287,17 +281,18 @@ def class_fields(src: Source, rel: str, name: str) -> list[str]:
 def env_names(src: Source) -> list[str]:
     tree = ast.parse(src.text("vllm/envs.py"))
     for node in ast.walk(tree):
-        target = None
+        target: ast.expr | None = None
+        value: ast.expr | None = None
         if isinstance(node, ast.AnnAssign):
-            target = node.target
+            target, value = node.target, node.value
         elif isinstance(node, ast.Assign):
-            target = node.targets[0]
+            target, value = node.targets[0], node.value
         if (
             isinstance(target, ast.Name)
             and target.id == "environment_variables"
-            and isinstance(node.value, ast.Dict)
+            and isinstance(value, ast.Dict)
         ):
-            return sorted(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+            return sorted(str(k.value) for k in value.keys if isinstance(k, ast.Constant))
     raise ValueError("environment_variables not found in vllm/envs.py")
 
 
@@ -326,9 +321,7 @@ def build(path: Path, rules: dict[str, Any]) -> dict[str, Any]:
             for f in class_fields(src, "vllm/engine/arg_utils.py", "EngineArgs")
             if not f.startswith("_")
         ),
-        "compilation_fields": class_fields(
-            src, "vllm/config/compilation.py", "CompilationConfig"
-        ),
+        "compilation_fields": class_fields(src, "vllm/config/compilation.py", "CompilationConfig"),
         "envs": env_names(src),
         "rules": rules,
     }

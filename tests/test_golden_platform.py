@@ -33,9 +33,7 @@ def _context(case: dict[str, Any], all2all: str = "allgather_reducescatter") -> 
         gfx_arch=case.get("gcn_arch"),
     )
     cc = case["compilation_config"]
-    compilation = Compilation(
-        cc["backend"], enum_name(cc["mode"]), enum_name(cc["cudagraph_mode"])
-    )
+    compilation = Compilation(cc["backend"], enum_name(cc["mode"]), enum_name(cc["cudagraph_mode"]))
     return ResolutionContext(
         target,
         compilation,

@@ -7,6 +7,9 @@ imports torch at the top; only :mod:`kernelcfg.ir` imports it, and only when ask
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import Tensor
@@ -14,7 +17,9 @@ from torch import Tensor
 __all__ = ["NATIVE", "fused_add_rms_norm", "gelu_and_mul_sparse", "rms_norm"]
 
 
-def _normalize(x: Tensor, weight: Tensor | None, epsilon: float, variance_size: int | None) -> Tensor:
+def _normalize(
+    x: Tensor, weight: Tensor | None, epsilon: float, variance_size: int | None
+) -> Tensor:
     """RMS-normalise float32 ``x`` over its last dimension, then weight it."""
     sample = x if variance_size is None else x[..., :variance_size]
     variance = sample.pow(2).mean(dim=-1, keepdim=True)
@@ -54,7 +59,7 @@ def gelu_and_mul_sparse(x: Tensor, std_multiplier: float, approximate: str = "no
     return F.gelu(sparse, approximate=approximate) * x[..., half:]
 
 
-NATIVE = {
+NATIVE: dict[str, Callable[..., Any]] = {
     "rms_norm": rms_norm,
     "fused_add_rms_norm": fused_add_rms_norm,
     "gelu_and_mul_sparse": gelu_and_mul_sparse,

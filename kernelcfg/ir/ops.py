@@ -52,7 +52,10 @@ def _support(rules: dict[str, Any], target: Target) -> tuple[bool, str | None]:
         wanted = int(major) * 10 + int(minor or 0)
         have = target.capability_int
         if have is None or have < wanted:
-            return False, f"needs compute capability {minimum} or newer, target has {target.capability}"
+            return (
+                False,
+                f"needs compute capability {minimum} or newer, target has {target.capability}",
+            )
     return True, None
 
 
