@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from kernelcfg import values
 from kernelcfg.context import COMPILATION_MODES, CUDAGRAPH_MODES
 from kernelcfg.errors import ArgumentError, closest
 from kernelcfg.inputs import Inputs
@@ -140,7 +141,7 @@ def _options(release: Release) -> dict[str, _Option]:
     return table
 
 
-@dataclass
+@dataclass(slots=True)
 class _Token:
     text: str
     origin: str = "flag"
@@ -148,13 +149,14 @@ class _Token:
 
 
 def split_version(argv: Sequence[str]) -> str | None:
-    """The ``--vllm-version`` a line asks for, read before anything else."""
+    """The ``--vllm-version`` a line asks for (the last one), read before anything else."""
+    found = None
     for i, arg in enumerate(argv):
         if arg.startswith("--vllm-version="):
-            return arg.split("=", 1)[1]
-        if arg == "--vllm-version" and i + 1 < len(argv):
-            return argv[i + 1]
-    return None
+            found = arg.split("=", 1)[1]
+        elif arg == "--vllm-version" and i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
 
 
 def _load_yaml(path_text: str, notes: list[Problem]) -> list[_Token]:
@@ -237,12 +239,17 @@ def _expand_config(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
     if idx + 1 >= len(tokens):
         raise ArgumentError("--config: no config file specified", field="config")
     loaded = _load_yaml(tokens[idx + 1].text, notes)
-    rest = tokens[:idx] + tokens[idx + 2 :]
-    head = 1 if rest and not rest[0].text.startswith("-") else 0
-    return rest[:head] + loaded + rest[head:]
+    return loaded + tokens[:idx] + tokens[idx + 2 :]
 
 
-_DASHES = re.compile(r"(?<=--)[^.]*")
+_NUMBER = re.compile(r"-\d+(\.\d+)?")
+
+
+def _dash_name(arg: str) -> str:
+    """``--a_b.c_d=v`` to ``--a-b.c_d=v``: only the name before the first ``.``."""
+    key, eq, value = arg.partition("=")
+    head, dot, tail = key.partition(".")
+    return head.replace("_", "-") + dot + tail + eq + value
 
 
 def _rewrite(tokens: list[_Token]) -> list[_Token]:
@@ -253,13 +260,7 @@ def _rewrite(tokens: list[_Token]) -> list[_Token]:
         tok = tokens[i]
         arg = tok.text
         if arg.startswith("--"):
-            if "=" in arg:
-                key, value = arg.split("=", 1)
-                arg = _DASHES.sub(lambda m: m.group(0).replace("_", "-"), key, count=1)
-                arg += "=" + value
-            else:
-                arg = _DASHES.sub(lambda m: m.group(0).replace("_", "-"), arg, count=1)
-            out.append(_Token(arg, tok.origin))
+            out.append(_Token(_dash_name(arg), tok.origin) if "_" in arg else tok)
         elif arg.startswith("-O") and arg != "-O":
             value = arg[3:] if arg[2] == "=" else arg[2:]
             out.extend([_Token("--optimization-level", tok.origin), _Token(value, tok.origin)])
@@ -332,7 +333,7 @@ def _gather_dotted(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
             if name in seen:
                 dupes.append(name)
             seen.add(name)
-        if arg.startswith("-") and "." in arg and not re.fullmatch(r"-\d+(\.\d+)?", arg):
+        if "." in arg and arg.startswith("-") and not _NUMBER.fullmatch(arg):
             if "=" in arg:
                 key_path, value_text = arg.split("=", 1)
                 if "." not in key_path:
@@ -477,16 +478,31 @@ def _json(flag: str, token: _Token) -> Any:
     return value
 
 
-def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> None:
+def _pydantic_errors(exc: ValueError) -> list[Any] | None:
+    """The errors of a pydantic ``ValidationError`` (a ``ValueError``), else ``None``."""
+    errors = getattr(exc, "errors", None)
+    return errors(include_url=False) if callable(errors) else None
+
+
+def _crash(flag: str, exc: TypeError) -> ArgumentError:
+    return ArgumentError(
+        f"argument {flag}: a value has the wrong shape ({exc}); vLLM itself would crash "
+        "here with a TypeError",
+        field=flag,
+    )
+
+
+def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> dict[str, Any]:
     """vLLM validates every ``--kernel-config`` occurrence while parsing."""
-    from pydantic import ValidationError
-
-    from kernelcfg.config import config_classes
-
     try:
-        config_classes(release).KernelConfig(**value)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
+        return values.validate_kernel(release, value)
+    except TypeError as exc:
+        raise _crash(flag, exc) from None
+    except ValueError as exc:
+        errors = _pydantic_errors(exc)
+        if errors is None:
+            raise
+        err = errors[0]
         loc = ".".join(str(p) for p in err["loc"])
         field_name = str(err["loc"][0]) if err["loc"] else None
         hint = ""
@@ -505,8 +521,7 @@ def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) 
                 suggestion = closest(str(err["input"]), release.choices(facts.choices))
                 if suggestion:
                     hint = f" (did you mean {suggestion!r}?)"
-        count = len(exc.errors())
-        more = f" (and {count - 1} more)" if count > 1 else ""
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ArgumentError(
             f"argument {flag}: {loc}: {err['msg']}, got {err['input']!r}{hint}{more}",
             field=f"kernel_config.{loc}",
@@ -527,14 +542,15 @@ def _field_elsewhere(release: Release, name: str) -> str | None:
 
 
 def _ir_priority(release: Release, value: dict[str, Any], flag: str) -> dict[str, list[str]]:
-    from pydantic import ValidationError
-
-    from kernelcfg.config import config_classes
-
     try:
-        ir = config_classes(release).IrOpPriorityConfig(**value)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
+        return values.validate_ir(release, value)
+    except TypeError as exc:
+        raise _crash(flag, exc) from None
+    except ValueError as exc:
+        errors = _pydantic_errors(exc)
+        if errors is None:
+            raise
+        err = errors[0]
         loc = ".".join(str(p) for p in err["loc"])
         hint = ""
         if err["type"] == "unexpected_keyword_argument":
@@ -543,7 +559,6 @@ def _ir_priority(release: Release, value: dict[str, Any], flag: str) -> dict[str
             f"argument {flag}: {loc}: {err['msg'] or 'every entry must be a string'}{hint}",
             field=f"ir_op_priority.{loc}",
         ) from None
-    return ir.op_lists()
 
 
 def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inputs) -> None:
@@ -632,39 +647,12 @@ def parse(
     inputs = Inputs(env=dict(env or {}))
     ctx = context or ContextOptions()
     notes = inputs.notes
-    args = list(argv)
-    if args[:2] == ["vllm", "serve"]:
-        args = args[1:]
-    serve = bool(args) and args[0] == "serve"
-    if serve:
-        args = args[1:]
-        for i, arg in enumerate(args):
-            if re.fullmatch(r"--model(=.+)?", arg):
-                value = (
-                    arg.split("=", 1)[1]
-                    if "=" in arg
-                    else (args[i + 1] if i + 1 < len(args) else None)
-                )
-                if value is not None:
-                    del args[i : i + (1 if "=" in arg else 2)]
-                    args.insert(0, value)
-                    notes.append(
-                        Problem(
-                            "info",
-                            "model-option",
-                            "model",
-                            "With vllm serve the model goes first, as a positional argument; "
-                            "--model counts as it",
-                        )
-                    )
-                break
-    tokens = _expand_config([_Token(a) for a in args], notes)
+    prefix, serve_args = _split_serve(list(argv))
+    if serve_args is not None:
+        inputs.model = _serve_model(serve_args, notes)
+    tokens = _expand_config([_Token(a) for a in [*prefix, *(serve_args or ())]], notes)
     tokens = _gather_dotted(_rewrite(tokens), notes)
     table = _options(release)
-
-    if serve and tokens and not tokens[0].text.startswith("-"):
-        inputs.model = tokens[0].text
-        tokens = tokens[1:]
 
     i = 0
     hf_config_path: str | None = None
@@ -672,7 +660,7 @@ def parse(
     while i < len(tokens):
         tok = tokens[i]
         arg = tok.text
-        if not arg.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", arg):
+        if not arg.startswith("-") or _NUMBER.fullmatch(arg):
             if inputs.model is None and not ignored:
                 inputs.model = arg
             else:
@@ -711,7 +699,7 @@ def parse(
             if i + 1 >= len(tokens) or (
                 tokens[i + 1].text.startswith("-")
                 and tokens[i + 1].parsed is None
-                and not re.fullmatch(r"-\d+(\.\d+)?", tokens[i + 1].text)
+                and not _NUMBER.fullmatch(tokens[i + 1].text)
             ):
                 raise ArgumentError(f"argument {flag}: expected one argument", field=flag)
             value_tok = tokens[i + 1]
@@ -734,6 +722,41 @@ def parse(
         )
     _read_model_config(inputs, hf_config_path)
     return inputs, ctx
+
+
+def _split_serve(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """kernelcfg's own flags, and what follows ``[vllm] serve`` (``None``: no serve)."""
+    for idx, arg in enumerate(args):
+        if arg == "serve" and (idx == 0 or args[idx - 1] == "vllm"):
+            head = idx - 1 if idx and args[idx - 1] == "vllm" else idx
+            return args[:head], args[idx + 1 :]
+    return args, None
+
+
+def _serve_model(args: list[str], notes: list[Problem]) -> str | None:
+    """Take the model off a ``serve`` line: the positional, or ``--model`` (moved)."""
+    if args and not args[0].startswith("-"):
+        return args.pop(0)
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name != "--model":
+            continue
+        if not eq:
+            if i + 1 >= len(args):
+                return None
+            value = args[i + 1]
+        del args[i : i + (1 if eq else 2)]
+        notes.append(
+            Problem(
+                "info",
+                "model-option",
+                "model",
+                "With vllm serve the model goes first, as a positional argument; "
+                "--model counts as it",
+            )
+        )
+        return value
+    return None
 
 
 def _similar(given: str, known: str) -> bool:
@@ -778,7 +801,7 @@ def _apply(
             inputs.model = value
     elif dest == "kernel_config":
         mapping = _json(flag, tok)
-        _validate_kernel_config(release, mapping, flag)
+        inputs.kernel_values = _validate_kernel_config(release, mapping, flag)
         inputs.kernel_config = mapping
         for key in mapping:
             inputs.sources[f"kernel_config.{key}"] = (

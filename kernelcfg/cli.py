@@ -25,7 +25,9 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=True,
-    context_settings={"help_option_names": ["--help", "-h"]},
+    # No -h: vLLM flags such as -cc.cudagraph_mode hold an "h", and click reads
+    # unknown single-dash words as clusters of short options.
+    context_settings={"help_option_names": ["--help"]},
 )
 
 
@@ -107,7 +109,34 @@ def _print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
         sys.stderr.write(f"{problem['severity']}: {problem['message']}\n")
 
 
+_RESOLVE_HELP = """Resolve vLLM kernel flags for a release and a GPU; print the config and its hash.
+
+Flags are read exactly as `vllm serve` reads them: `--moe-backend X` or `=X`, `_` or
+`-` in names, unambiguous prefixes, dotted keys (`--kernel-config.moe_backend=x`,
+`--ir-op-priority.rms_norm=a,b`), JSON values, `--config FILE.yaml`, `-O0`..`-O3`,
+`-cc.KEY=VALUE`. A whole `vllm serve MODEL ...` line may follow `--`.
+
+The target and context, among the flags:
+
+  --device PRESET        h100, h200, b200, gb200, b300, rtx-pro-6000, dgx-spark, a100,
+                         l40s, mi300x, mi325x, mi355x, rx-7900-xtx, cpu, ...
+  --platform KIND        cuda, rocm, xpu, cpu or tpu
+  --capability X.Y       CUDA compute capability (9.0)
+  --gfx-arch gfxNNN      ROCm architecture (gfx942)
+  --vllm-version X       release to resolve for (0.33, 0.33.0, v0.33.0; or
+                         KERNELCFG_VLLM_VERSION); default the newest
+  --architecture NAME    model architecture (repeatable)
+  --hf-config-path PATH  a local model folder or config.json (vLLM's flag)
+  --env KEY=VALUE        a variable the engine would see (repeatable); this shell's
+                         VLLM_* and TORCH_COMPILE_DISABLE count too
+
+Without a target, kernelcfg uses KERNELCFG_DEVICE / KERNELCFG_PLATFORM, then this
+machine's GPU (through torch), then cpu; the output says which.
+"""
+
+
 @app.command(
+    help=_RESOLVE_HELP,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     epilog=(
         "Examples:\n\n"
@@ -124,48 +153,18 @@ def resolve(
     vllm_flags: Annotated[
         list[str] | None,
         typer.Argument(
-            help="vLLM flags, spelled any way vLLM accepts them; or `-- vllm serve MODEL ...`.",
+            help="vLLM flags and the target flags above, in any order.",
             show_default=False,
             autocompletion=_complete_flags,
-        ),
-    ] = None,
-    vllm_version: Annotated[
-        str | None,
-        typer.Option(
-            "--vllm-version",
-            envvar="KERNELCFG_VLLM_VERSION",
-            help="vLLM release to resolve for (0.33, 0.33.0 or v0.33.0); default the newest.",
-        ),
-    ] = None,
-    device: Annotated[
-        str | None, typer.Option("--device", help="Device preset: h100, b200, mi300x, cpu, ...")
-    ] = None,
-    platform: Annotated[
-        str | None, typer.Option("--platform", help="Platform kind: cuda, rocm, xpu, cpu, tpu.")
-    ] = None,
-    capability: Annotated[
-        str | None, typer.Option("--capability", help="CUDA compute capability, e.g. 9.0.")
-    ] = None,
-    gfx_arch: Annotated[
-        str | None, typer.Option("--gfx-arch", help="ROCm architecture, e.g. gfx942.")
-    ] = None,
-    architecture: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--architecture", help="Model architecture (repeatable), e.g. DeepseekV4ForCausalLM."
-        ),
-    ] = None,
-    env: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--env", help="KEY=VALUE the engine would see (repeatable); wins over this shell's."
         ),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
     batch: Annotated[
         str | None,
         typer.Option(
-            "--batch", help="Resolve JSON lines from FILE (or - for stdin), one result per line."
+            "--batch",
+            help="Resolve JSON lines from FILE (- for stdin): each an argv array or "
+            '{"id": ..., "argv": [...]}; the flags given here apply to every line.',
         ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
@@ -177,39 +176,12 @@ def resolve(
         typer.Option("--explain-sources", help="Add where each value came from to the output."),
     ] = False,
 ) -> None:
-    """Resolve vLLM kernel flags for a release and a GPU; print the config and its hash.
-
-    Flags are read exactly as `vllm serve` reads them: `--moe-backend X` or `=X`,
-    `_` or `-` in names, unambiguous prefixes, dotted keys
-    (`--kernel-config.moe_backend=x`, `--ir-op-priority.rms_norm=a,b`), JSON values,
-    `--config FILE.yaml`, `-O0`..`-O3`, `-cc.KEY=VALUE`.
-    """
     from kernelcfg import pipeline, render
-    from kernelcfg.errors import KernelcfgError
 
-    pairs: dict[str, str] = {}
-    for item in env or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            sys.stderr.write(f"error: --env: expected KEY=VALUE, got {item!r}\n")
-            raise typer.Exit(2)
-        pairs[key] = value
-    request = pipeline.Request(
-        vllm_version=vllm_version,
-        device=device,
-        platform=platform,
-        capability=capability,
-        gfx_arch=gfx_arch,
-        architectures=list(architecture or []),
-        env=pairs,
-    )
+    flags = list(vllm_flags or [])
     if batch is not None:
-        raise typer.Exit(_run_batch(batch, request, strict=strict, quiet=quiet))
-    try:
-        result = pipeline.resolve_args(list(vllm_flags or []), request)
-    except KernelcfgError as exc:  # pragma: no cover - resolve_args returns failures
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(_run_batch(batch, flags, strict=strict, quiet=quiet))
+    result = pipeline.resolve_args(flags)
     data = render.as_data(result, strict=strict, sources=explain_sources)
     code = render.exit_code_of(result, strict=strict)
     _print_problems(data["problems"], quiet)
@@ -234,10 +206,12 @@ def resolve(
     raise typer.Exit(code)
 
 
-def _run_batch(path: str, request: Any, *, strict: bool, quiet: bool) -> int:
-    import json
+def _run_batch(path: str, flags: list[str], *, strict: bool, quiet: bool) -> int:
+    import gc
 
     from kernelcfg import pipeline, render
+
+    gc.freeze()  # the loop makes no cycles worth collecting; spare it the scans
 
     try:
         stream = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
@@ -247,13 +221,11 @@ def _run_batch(path: str, request: Any, *, strict: bool, quiet: bool) -> int:
     worst = 0
     out: list[str] = []
     with stream:
-        for line_id, number, result in pipeline.batch(stream, request):
-            data = render.as_data(result, strict=strict)
+        for line_id, number, result in pipeline.batch(stream, flags):
             code = render.exit_code_of(result, strict=strict)
             worst = max(worst, code)
-            data["id"] = line_id if line_id is not None else number
-            data["exit_code"] = code
-            out.append(json.dumps(data, separators=(",", ":")))
+            extra = {"id": line_id if line_id is not None else number, "exit_code": code}
+            out.append(render.json_line(result, extra, strict=strict))
             if len(out) >= 512:
                 if not quiet:
                     sys.stdout.write("\n".join(out) + "\n")

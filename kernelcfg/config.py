@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
@@ -18,7 +18,6 @@ from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from kernelcfg import hashing
-from kernelcfg.errors import EngineError, closest
 from kernelcfg.releases import FieldFacts, Release
 
 if TYPE_CHECKING:
@@ -28,38 +27,10 @@ __all__ = [
     "ConfigClasses",
     "IrOpPriorityBase",
     "KernelConfigBase",
-    "UnknownProviderError",
     "config_classes",
 ]
 
 _FORBID = ConfigDict(extra="forbid")
-
-
-class UnknownProviderError(EngineError, KeyError):
-    """An IR-op priority names a provider not registered for that op.
-
-    vLLM accepts such a name at construction and fails later: ``compute_hash``
-    raises a bare ``KeyError``, worker start-up an ``AssertionError``.
-    """
-
-    code = "unknown-ir-provider"
-
-    def __init__(self, op: str, provider: str, registered: Iterable[str]):
-        known = sorted(registered)
-        hint = closest(provider, known)
-        message = (
-            f"IR op {op!r} has no provider {provider!r} in this release; registered: "
-            f"{', '.join(known)}"
-            + (f" (did you mean {hint!r}?)" if hint else "")
-            + ". vLLM would accept it here and fail at compute_hash (KeyError) or "
-            "worker start-up."
-        )
-        EngineError.__init__(self, message, field=f"ir_op_priority.{op}")
-        self.op = op
-        self.provider = provider
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class IrOpPriorityBase:
@@ -76,24 +47,11 @@ class IrOpPriorityBase:
 
     def hash_factors(self) -> dict[str, Any]:
         """What vLLM hashes: each op's list, and ``_impls`` with provider uuids."""
-        factors: dict[str, Any] = {
-            op: hashing.normalize_value(lst) for op, lst in self.op_lists().items()
-        }
-        impls: dict[str, dict[str, str]] = {}
-        for op, lst in self.op_lists().items():
-            registered = self.release.providers(op)
-            chosen: dict[str, str] = {}
-            for provider in lst or ():
-                if provider not in registered:
-                    raise UnknownProviderError(op, provider, registered)
-                chosen[provider] = registered[provider]["uuid"]
-            impls[op] = chosen
-        factors["_impls"] = impls
-        return factors
+        return hashing.ir_factors(self.release, self.op_lists())
 
     def compute_hash(self) -> str:
         """The IR-op sub-hash vLLM puts into ``KernelConfig``'s factors."""
-        return hashing.digest(self.hash_factors())
+        return hashing.ir_hash(self.release, self.op_lists())
 
     @classmethod
     def with_default(cls, default: list[str], /, **kwargs: Any) -> IrOpPriorityBase:
@@ -147,22 +105,11 @@ class KernelConfigBase:
 
     def ignored_factors(self) -> set[str]:
         """The fields ``compute_hash`` leaves out, for this instance."""
-        ignored = set(self.release.hash_ignored)
-        for name in self.release.hash_ignored_when_none:
-            if getattr(self, name) is None:
-                ignored.add(name)
-        return ignored
+        return hashing.ignored_factors(self.release, self.values())
 
     def hash_factors(self) -> dict[str, Any]:
         """Exactly what vLLM's ``KernelConfig.compute_hash`` digests."""
-        ignored = self.ignored_factors()
-        factors = {
-            f.name: hashing.normalize_value(getattr(self, f.name))
-            for f in self.release.kernel_fields
-            if f.name not in ignored
-        }
-        factors["ir_op_priority"] = self.ir_op_priority.compute_hash()
-        return factors
+        return hashing.kernel_factors(self.release, self.values())
 
     def compute_hash(self) -> str:
         """The compile-cache hash vLLM computes for this kernel config."""
@@ -175,21 +122,13 @@ class KernelConfigBase:
         binds the passthrough all2all backend where the release has that rule, and
         appends the platform's IR-op defaults missing from each list.
         """
-        from kernelcfg import platforms, rules
+        from kernelcfg import rules
 
-        if ctx.architectures is not None:
-            rules.validate_flashinfer_moe_ep_model(
-                self.release, self.moe_backend, ctx.architectures
-            )
-        if self.release.has_function("bind_passthrough_all2all_backend"):
-            rules.bind_passthrough_all2all_backend(self.release, self.moe_backend, ctx)
-        defaults = platforms.default_ir_op_priority(self.release, ctx)
-        for op, default in defaults.items():
-            current = getattr(self.ir_op_priority, op)
-            if current is None:
-                setattr(self.ir_op_priority, op, list(default))
-            else:
-                current.extend(p for p in default if p not in current)
+        lists: dict[str, list[str] | None] = dict(self.ir_op_priority.op_lists())
+        rules.set_platform_defaults(self.release, self.moe_backend, lists, ctx)
+        for op, lst in lists.items():
+            if getattr(self.ir_op_priority, op) is None:
+                setattr(self.ir_op_priority, op, lst)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,8 +234,3 @@ def config_classes(release: Release) -> ConfigClasses:
     """``KernelConfig`` and ``IrOpPriorityConfig`` for ``release`` (built once)."""
     ir_cls = _build_ir_class(release)
     return ConfigClasses(_build_kernel_class(release, ir_cls), ir_cls)
-
-
-def build_kernel_config(release: Release, values: dict[str, Any]) -> KernelConfigBase:
-    """Construct and validate a ``KernelConfig``; pydantic's error on bad input."""
-    return config_classes(release).KernelConfig(**values)

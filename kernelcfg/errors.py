@@ -14,6 +14,7 @@ __all__ = [
     "ArgumentError",
     "EngineError",
     "KernelcfgError",
+    "UnknownProviderError",
     "UnknownVersionError",
     "closest",
 ]
@@ -72,3 +73,30 @@ class UnknownVersionError(ArgumentError):
             field="vllm_version",
         )
         self.known = known
+
+
+class UnknownProviderError(EngineError, KeyError):
+    """An IR-op priority names a provider not registered for that op.
+
+    vLLM accepts such a name at construction and fails later: ``compute_hash``
+    raises a bare ``KeyError``, worker start-up an ``AssertionError``.
+    """
+
+    code = "unknown-ir-provider"
+
+    def __init__(self, op: str, provider: str, registered: Iterable[str]):
+        known = sorted(registered)
+        hint = closest(provider, known)
+        message = (
+            f"IR op {op!r} has no provider {provider!r} in this release; registered: "
+            f"{', '.join(known)}"
+            + (f" (did you mean {hint!r}?)" if hint else "")
+            + ". vLLM would accept it here and fail at compute_hash (KeyError) or "
+            "worker start-up."
+        )
+        EngineError.__init__(self, message, field=f"ir_op_priority.{op}")
+        self.op = op
+        self.provider = provider
+
+    def __str__(self) -> str:
+        return self.message

@@ -22,6 +22,8 @@ class Inputs:
 
     kernel_config: dict[str, Any] = field(default_factory=dict)
     """The ``--kernel-config`` mapping (whole JSON or gathered dotted keys)."""
+    kernel_values: dict[str, Any] | None = None
+    """``kernel_config`` once validated (every field); ``None`` until then."""
     moe_backend: str = "auto"
     """``--moe-backend`` (normalised); overrides the kernel config unless ``auto``."""
     linear_backend: str = "auto"

@@ -49,6 +49,13 @@ class Request:
     """``--env`` pairs; they win over the process's environment."""
     environ: Mapping[str, str] | None = None
     """The process environment to read (default: ``os.environ``)."""
+    _engine_env: dict[str, str] | None = field(default=None, repr=False)
+
+    def engine_env(self) -> dict[str, str]:
+        """The engine-relevant variables of the environment, read once."""
+        if self._engine_env is None:
+            self._engine_env = engine_env(self.environ)
+        return dict(self._engine_env)
 
 
 @dataclass
@@ -86,7 +93,7 @@ def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolut
             env=dict(req.env),
         )
         line = argv_mod.ContextOptions()
-        env = engine_env(environ)
+        env = req.engine_env()
         inputs, line = argv_mod.parse(args, release, env=env, context=line)
         env.update(base.env)
         env.update(line.env)
@@ -122,9 +129,14 @@ def _line_args(raw: str) -> tuple[Any, list[str]]:
 
 
 def batch(
-    lines: Iterable[str], request: Request | None = None
+    lines: Iterable[str], common: Sequence[str] = (), request: Request | None = None
 ) -> Iterator[tuple[Any, int, Resolution | Failure]]:
-    """Resolve each JSON line; yield ``(id, line number, result)`` in order."""
+    """Resolve each JSON line; yield ``(id, line number, result)`` in order.
+
+    ``common`` flags go in front of every line's own, so a line's flags win.
+    """
+    request = request or Request()
+    prefix = list(common)
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -137,4 +149,4 @@ def batch(
                 Failure(Problem("error", "bad-batch-line", None, f"line {number}: {exc}", 2)),
             )
             continue
-        yield line_id, number, resolve_args(args, request)
+        yield line_id, number, resolve_args(prefix + args, request)

@@ -270,8 +270,21 @@ def _atoms(release: Release, ctx: ResolutionContext) -> dict[str, bool]:
     return atoms
 
 
+_DEFAULTS: dict[tuple[object, ...], dict[str, list[str]]] = {}
+
+
 def default_ir_op_priority(release: Release, ctx: ResolutionContext) -> dict[str, list[str]]:
     """The platform's IR-op priority lists, as the release computes them."""
+    comp = ctx.compilation
+    flags = tuple(ctx.env.get(name) for name in release.rules.get("env_flags", ()))
+    key = (release.version, ctx.target, comp.using_inductor, comp.cudagraph_mode, flags)
+    found = _DEFAULTS.get(key)
+    if found is None:
+        found = _DEFAULTS[key] = _default_ir_op_priority(release, ctx)
+    return {op: list(lst) for op, lst in found.items()}
+
+
+def _default_ir_op_priority(release: Release, ctx: ResolutionContext) -> dict[str, list[str]]:
     table = release.rules["ir_defaults"]
     per_op = table.get(ctx.target.kind, table["base"])
     atoms = _atoms(release, ctx)

@@ -57,6 +57,59 @@ def as_data(
     return data
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+_FRAGMENTS: dict[object, str] = {}
+
+
+def _fragment(key: object, value: Any) -> str:
+    """The compact JSON of a value that repeats across lines, encoded once."""
+    found = _FRAGMENTS.get(key)
+    if found is None:
+        found = _FRAGMENTS[key] = _ENCODE(value)
+    return found
+
+
+def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bool = False) -> str:
+    """One compact JSON line of the contract object plus ``extra`` keys (``--batch``).
+
+    The same object as :func:`as_data`; parts that repeat from line to line (the
+    platform, the dispatch chains, the compilation settings) are encoded once.
+    """
+    if isinstance(result, Failure):
+        data = as_data(result, strict=strict)
+        data.update(extra)
+        return _ENCODE(data)
+    comp = result.compilation
+    par = result.parallel
+    chains = result.ir_dispatch
+    parts = [
+        '{"format_version":"1","vllm_version":',
+        _fragment(("v", result.release.version), result.release.version),
+        ',"valid":',
+        "true" if result.exit_code(strict=strict) == 0 else "false",
+        ',"platform":',
+        _fragment(result.target, result.target.as_dict()),
+        ',"kernel_config":',
+        _ENCODE(result.kernel_config),
+        ',"parallel_config":',
+        _fragment(("p", *par.values()), par) if par else "null",
+        ',"compilation":',
+        _fragment(("c", *comp.values()), comp) if comp else "null",
+        ',"ir_dispatch":',
+        _fragment(("d", *(tuple(c) for c in chains.values())), chains) if chains else "null",
+        ',"hash":',
+        _ENCODE(result.hash),
+        ',"hash_factors":',
+        _ENCODE(result.hash_factors),
+        ',"problems":',
+        _ENCODE([p.as_dict() for p in result.problems]),
+    ]
+    for key, value in extra.items():
+        parts += [",", _ENCODE(key), ":", _ENCODE(value)]
+    parts.append("}")
+    return "".join(parts)
+
+
 def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
     """The exit code a resolution (or failure) stands for."""
     if isinstance(result, Failure):
@@ -196,7 +249,7 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
     parts.append(head)
     if isinstance(result, Resolution) and result.kernel_config is not None:
         fields = Table(title="kernel config", title_justify="left", expand=False)
-        fields.add_column("field")
+        fields.add_column("field", no_wrap=True)
         fields.add_column("value")
         fields.add_column("from", style="dim")
         fields.add_column("hashed", justify="center")
@@ -222,7 +275,7 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
             )
         parts.append(fields)
         other = Table(title="engine", title_justify="left")
-        other.add_column("setting")
+        other.add_column("setting", no_wrap=True)
         other.add_column("value")
         other.add_column("from", style="dim")
         for key, value in result.compilation.items():
@@ -235,7 +288,7 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
             other.add_row(
                 key,
                 str(value),
-                result.sources.get(key, "flag" if key in result.sources else "default"),
+                result.sources.get(key, "default"),
             )
         parts.append(other)
         if result.ir_dispatch:
@@ -247,7 +300,7 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
             parts.append(dispatch)
     if data["hash"]:
         parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
-    for problem in data["problems"]:
-        style = {"error": "red bold", "warning": "yellow", "info": "dim"}[problem["severity"]]
-        parts.append(Text(f"{problem['severity']}: {problem['message']}", style=style))
+    notes = [p for p in data["problems"] if p["severity"] == "info"]
+    for problem in notes:
+        parts.append(Text(f"note: {problem['message']}", style="dim"))
     return Group(*parts)

@@ -11,11 +11,9 @@ problems; what could be resolved is always returned.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from kernelcfg.config import KernelConfigBase, config_classes
+from kernelcfg import hashing, rules, values
 from kernelcfg.context import Compilation, ResolutionContext
 from kernelcfg.errors import KernelcfgError
 from kernelcfg.inputs import Inputs
@@ -23,9 +21,13 @@ from kernelcfg.platforms import Target
 from kernelcfg.problems import EXIT_USAGE, Problem, exit_code
 from kernelcfg.releases import Release
 
-__all__ = ["Resolution", "resolve"]
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+__all__ = ["Resolution", "resolve", "validation_message"]
 
 _PIECEWISE = {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}
+_TOP_LEVEL_BACKENDS = ("moe_backend", "linear_backend", "sparse_indexer_topk_backend")
 
 
 @dataclass
@@ -48,10 +50,8 @@ class Resolution:
     """The compile-cache hash of the kernel config, when vLLM could compute it."""
     hash_factors: dict[str, Any] | None = None
     """Exactly what was hashed."""
-    ir_hash_factors: dict[str, Any] | None = None
-    """What the IR-op sub-hash digested."""
     problems: list[Problem] = field(default_factory=list)
-    """Everything found, errors first in the order found."""
+    """Everything found, in the order found."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each resolved value came from."""
     inputs: Inputs | None = None
@@ -67,35 +67,38 @@ class Resolution:
         return exit_code(self.problems, strict=strict)
 
 
-def _validation_problem(exc: ValidationError, flag: str) -> Problem:
-    """A pydantic error from ``--kernel-config`` as vLLM's parser would report it."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"])
-        lines.append(f"{loc}: {err['msg']} (got {err['input']!r})")
-    return Problem(
-        "error",
-        "invalid-kernel-config",
-        str(exc.errors()[0]["loc"][0]) if exc.errors() else None,
-        f"argument {flag}: " + "; ".join(lines),
-        EXIT_USAGE,
-    )
+def validation_message(exc: ValidationError, flag: str) -> tuple[str, str | None]:
+    """A pydantic error as one line naming the flag, the field and the bad value."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    message = f"argument {flag}: {loc}: {first['msg']}, got {first['input']!r}{more}"
+    return message, (str(first["loc"][0]) if first["loc"] else None)
 
 
-def _build_kernel_config(
-    release: Release, inputs: Inputs, result: Resolution
-) -> KernelConfigBase | None:
-    classes = config_classes(release)
-    try:
-        config = classes.KernelConfig(**inputs.kernel_config)
-    except ValidationError as exc:
-        result.problems.append(_validation_problem(exc, "--kernel-config"))
-        return None
+def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict[str, Any] | None:
+    """Step 1: ``--kernel-config``, then the top-level flags over it."""
+    config = inputs.kernel_values
+    if config is None:
+        from pydantic import ValidationError
+
+        try:
+            config = values.validate_kernel(release, inputs.kernel_config)
+        except ValidationError as exc:
+            message, name = validation_message(exc, "--kernel-config")
+            result.problems.append(
+                Problem("error", "invalid-kernel-config", name, message, EXIT_USAGE)
+            )
+            return None
+    else:
+        config = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
+        config["ir_op_priority"] = {op: list(v) for op, v in config["ir_op_priority"].items()}
     for name in inputs.kernel_config:
         result.sources[name] = inputs.sources.get(f"kernel_config.{name}", "--kernel-config")
 
     if inputs.enable_flashinfer_autotune is not None:
-        if config.values()["enable_flashinfer_autotune"] is not None:
+        if config.get("enable_flashinfer_autotune") is not None:
             result.problems.append(
                 Problem(
                     "error",
@@ -108,21 +111,21 @@ def _build_kernel_config(
                 )
             )
         else:
-            config.enable_flashinfer_autotune = inputs.enable_flashinfer_autotune  # type: ignore[attr-defined]
+            config["enable_flashinfer_autotune"] = inputs.enable_flashinfer_autotune
             result.sources["enable_flashinfer_autotune"] = "flag"
     if inputs.monokernel:
-        config.monokernel = True  # type: ignore[attr-defined]
+        config["monokernel"] = True
         result.sources["monokernel"] = "flag"
-    for name in ("moe_backend", "linear_backend", "sparse_indexer_topk_backend"):
+    for name in _TOP_LEVEL_BACKENDS:
         value = getattr(inputs, name)
         if value != "auto":
-            setattr(config, name, value)
+            config[name] = value
             result.sources[name] = inputs.sources.get(name, "flag")
-    ir = config.ir_op_priority
+    ir = config["ir_op_priority"]
     for op, lst in inputs.ir_op_priority.items():
         if not lst:
             continue
-        if getattr(ir, op):
+        if ir.get(op):
             result.problems.append(
                 Problem(
                     "error",
@@ -134,35 +137,57 @@ def _build_kernel_config(
                 )
             )
             continue
-        setattr(ir, op, list(lst))
+        ir[op] = list(lst)
         result.sources[f"ir_op_priority.{op}"] = "flag"
-    if any(ir.op_lists().values()):
-        message = release.rules.get("engine", {}).get("ir_op_priority_deprecation")
-        if message:
+    if any(ir.values()):
+        deprecation = release.engine_rules.get("ir_op_priority_deprecation")
+        if deprecation:
             result.problems.append(
-                Problem("warning", "ir-op-priority-deprecated", "ir_op_priority", message)
+                Problem("warning", "ir-op-priority-deprecated", "ir_op_priority", deprecation)
             )
     return config
 
 
+def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:
+    """Whether breakable CUDA graphs are on (the env, or the model's default)."""
+    value = inputs.env.get("VLLM_USE_BREAKABLE_CUDAGRAPH")
+    if value is not None:
+        if value == "1":
+            result.sources["compilation.mode"] = "environment (VLLM_USE_BREAKABLE_CUDAGRAPH=1)"
+        return value == "1"
+    if inputs.architectures is None:
+        return False
+    table = release.compilation_rules.get("breakable_cudagraph_architectures", {})
+    archs = table.get(result.target.kind, table.get("default", []))
+    hit = sorted(set(inputs.architectures) & set(archs))
+    if not hit:
+        return False
+    result.sources["compilation.mode"] = "breakable CUDA graphs (model default)"
+    result.problems.append(
+        Problem(
+            "info",
+            "breakable-cudagraph-auto",
+            "compilation.mode",
+            f"{hit[0]} turns on breakable CUDA graphs by default, so vLLM compiles "
+            "nothing (mode NONE); set VLLM_USE_BREAKABLE_CUDAGRAPH=0 to opt out",
+        )
+    )
+    return True
+
+
 def _compilation(
-    release: Release, inputs: Inputs, result: Resolution, config: KernelConfigBase | None
+    release: Release, inputs: Inputs, result: Resolution, config: dict[str, Any] | None
 ) -> tuple[Compilation, bool]:
-    """Compilation settings as decided before the platform defaults (step 3)."""
-    rules = release.rules.get("compilation", {})
+    """Step 3: the compilation mode, decided before the platform defaults."""
     mode = inputs.compilation_mode
     cudagraph = inputs.cudagraph_mode
-    backend = inputs.compile_backend or "inductor"
     if inputs.enforce_eager:
         mode, cudagraph = "NONE", "NONE"
         result.sources["compilation.mode"] = "--enforce-eager"
         result.sources["compilation.cudagraph_mode"] = "--enforce-eager"
-        if (
-            config is not None
-            and rules.get("enforce_eager_disables_jit_warmup")
-            and not inputs.enable_fault_tolerance
-        ):
-            config.enable_jit_warmup = False  # type: ignore[attr-defined]
+        jit_off = release.compilation_rules.get("enforce_eager_disables_jit_warmup")
+        if config is not None and jit_off and not inputs.enable_fault_tolerance:
+            config["enable_jit_warmup"] = False
             result.sources["enable_jit_warmup"] = "--enforce-eager"
     if inputs.env.get("TORCH_COMPILE_DISABLE") == "1":
         mode = "NONE"
@@ -173,50 +198,24 @@ def _compilation(
     if mode is None:
         mode = "NONE" if inputs.optimization_level == 0 else "VLLM_COMPILE"
         result.sources.setdefault("compilation.mode", f"-O{inputs.optimization_level}")
-    return Compilation(backend, mode, cudagraph), breakable  # type: ignore[arg-type]
-
-
-def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:
-    value = inputs.env.get("VLLM_USE_BREAKABLE_CUDAGRAPH")
-    if value is not None:
-        if value == "1":
-            result.sources["compilation.mode"] = "environment (VLLM_USE_BREAKABLE_CUDAGRAPH=1)"
-        return value == "1"
-    defaults = release.rules.get("compilation", {}).get("breakable_cudagraph_architectures", {})
-    archs = defaults.get(result.target.kind, defaults.get("default", []))
-    if inputs.architectures is None:
-        return False
-    hit = sorted(set(inputs.architectures) & set(archs))
-    if hit:
-        result.sources["compilation.mode"] = "breakable CUDA graphs (model default)"
-        result.problems.append(
-            Problem(
-                "info",
-                "breakable-cudagraph-auto",
-                "compilation.mode",
-                f"{hit[0]} turns on breakable CUDA graphs by default, so vLLM compiles "
-                "nothing (mode NONE); set VLLM_USE_BREAKABLE_CUDAGRAPH=0 to opt out",
-            )
-        )
-        return True
-    return False
+    compilation = Compilation(inputs.compile_backend or "inductor", mode, cudagraph)  # type: ignore[arg-type]
+    return compilation, breakable
 
 
 def _late_compilation(
     release: Release, comp: Compilation, inputs: Inputs, breakable: bool, result: Resolution
 ) -> None:
-    """The optimisation-level CUDA-graph default and the platform's later changes."""
-    levels = release.rules.get("compilation", {}).get("optimization_levels", {})
-    table = levels.get(str(inputs.optimization_level), {})
+    """Step 5: the level's CUDA-graph default, then what the platform changes later."""
     if comp.cudagraph_mode is None:
-        comp.cudagraph_mode = table.get("cudagraph_mode")
+        comp.cudagraph_mode = release.level_defaults(inputs.optimization_level).get(
+            "cudagraph_mode"
+        )
         result.sources.setdefault(
             "compilation.cudagraph_mode", f"-O{inputs.optimization_level} default"
         )
     else:
         result.sources.setdefault("compilation.cudagraph_mode", "flag")
-    piecewise = comp.cudagraph_mode in _PIECEWISE
-    if piecewise and comp.mode != "VLLM_COMPILE" and not breakable:
+    if comp.cudagraph_mode in _PIECEWISE and comp.mode != "VLLM_COMPILE" and not breakable:
         comp.cudagraph_mode = _PIECEWISE[comp.cudagraph_mode]  # type: ignore[assignment]
     if result.target.kind == "cpu":
         comp.cudagraph_mode = "NONE"
@@ -225,80 +224,88 @@ def _late_compilation(
             comp.backend = "eager" if inputs.env.get("VLLM_CPU_CI_ENV") else "inductor"
 
 
-def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
-    """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
-    result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
-    config = _build_kernel_config(release, inputs, result)
-
-    all2all = inputs.all2all_backend
-    removed = release.rules.get("engine", {}).get("removed_all2all_backends", [])
-    if all2all in removed:
+def _all2all(release: Release, inputs: Inputs, result: Resolution) -> str:
+    """``naive`` and ``pplx`` are gone: vLLM falls back, with a warning."""
+    value = inputs.all2all_backend
+    if value in release.engine_rules.get("removed_all2all_backends", []):
         result.problems.append(
             Problem(
                 "warning",
                 "all2all-backend-removed",
                 "all2all_backend",
-                f"The {all2all!r} all2all backend has been removed; vLLM falls back to "
+                f"The {value!r} all2all backend has been removed; vLLM falls back to "
                 "'allgather_reducescatter'",
             )
         )
-        all2all = "allgather_reducescatter"
+        return "allgather_reducescatter"
+    return value
 
-    if config is not None and inputs.enable_lora:
-        forbidden = release.rules.get("engine", {}).get("lora_forbidden_moe_backends", [])
-        if config.moe_backend in forbidden:
-            result.problems.append(
-                Problem(
-                    "error",
-                    "lora-with-mega-moe",
-                    "moe_backend",
-                    f"LoRA is not supported with moe_backend={config.moe_backend!r}. "
-                    "Disable LoRA or select a MoE backend that supports LoRA.",
-                )
+
+def _lora(release: Release, inputs: Inputs, config: dict[str, Any], result: Resolution) -> None:
+    forbidden = release.engine_rules.get("lora_forbidden_moe_backends", [])
+    if inputs.enable_lora and config["moe_backend"] in forbidden:
+        result.problems.append(
+            Problem(
+                "error",
+                "lora-with-mega-moe",
+                "moe_backend",
+                f"LoRA is not supported with moe_backend={config['moe_backend']!r}. "
+                "Disable LoRA or select a MoE backend that supports LoRA.",
             )
+        )
 
-    comp, breakable = _compilation(release, inputs, result, config)
-    ctx = ResolutionContext(
-        target=target,
-        compilation=comp,
-        all2all_backend=all2all,
-        architectures=inputs.architectures,
-        env=inputs.env,
-    )
+
+def _platform_defaults(
+    release: Release,
+    inputs: Inputs,
+    config: dict[str, Any],
+    ctx: ResolutionContext,
+    result: Resolution,
+) -> None:
+    """Step 4: ``set_platform_defaults``, with a warning where the model is unknown."""
+    if inputs.architectures is None and config["moe_backend"] in release.moe_ep_model_checked:
+        result.problems.append(
+            Problem(
+                "warning",
+                "architectures-unknown",
+                "moe_backend",
+                f"moe_backend={config['moe_backend']!r} is only for DeepSeek-V4 models; "
+                "the model's architectures are unknown, so this could not be checked "
+                "(give --architecture or --hf-config-path)",
+            )
+        )
+    lists = config["ir_op_priority"]
+    before = {op: bool(lst) for op, lst in lists.items()}
+    try:
+        rules.set_platform_defaults(release, config["moe_backend"], lists, ctx)
+    except KernelcfgError as exc:
+        result.problems.append(Problem.from_error(exc))
+        return
+    for op, given in before.items():
+        key = f"ir_op_priority.{op}"
+        result.sources[key] = "flag + platform default" if given else "platform default"
+
+
+def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
+    """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
+    result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
+    config = _kernel_values(release, inputs, result)
+    all2all = _all2all(release, inputs, result)
     if config is not None:
-        checked = release.moe_ep_model_checked
-        if inputs.architectures is None and config.moe_backend in checked:
-            result.problems.append(
-                Problem(
-                    "warning",
-                    "architectures-unknown",
-                    "moe_backend",
-                    f"moe_backend={config.moe_backend!r} is only for DeepSeek-V4 models; "
-                    "the model's architectures are unknown, so this could not be checked "
-                    "(give --architecture or --hf-config-path)",
-                )
-            )
-        before = {op: list(v) for op, v in config.ir_op_priority.op_lists().items()}
-        try:
-            config.set_platform_defaults(ctx)
-        except KernelcfgError as exc:
-            result.problems.append(Problem.from_error(exc))
-        for op, lst in config.ir_op_priority.op_lists().items():
-            if lst != before[op]:
-                result.sources.setdefault(f"ir_op_priority.{op}", "platform default")
-                if before[op]:
-                    result.sources[f"ir_op_priority.{op}"] = "flag + platform default"
-
-        levels = release.rules.get("compilation", {}).get("optimization_levels", {})
-        table = levels.get(str(inputs.optimization_level), {})
+        _lora(release, inputs, config, result)
+    comp, breakable = _compilation(release, inputs, result, config)
+    ctx = ResolutionContext(target, comp, all2all, inputs.architectures, inputs.env)
+    if config is not None:
+        _platform_defaults(release, inputs, config, ctx, result)
+        level = release.level_defaults(inputs.optimization_level)
         if (
-            config.values().get("enable_flashinfer_autotune") is None
-            and "enable_flashinfer_autotune" in table
+            config.get("enable_flashinfer_autotune") is None
+            and "enable_flashinfer_autotune" in level
         ):
-            config.enable_flashinfer_autotune = table["enable_flashinfer_autotune"]  # type: ignore[attr-defined]
+            config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
             result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
-
     _late_compilation(release, comp, inputs, breakable, result)
+
     result.compilation = {
         "mode": comp.mode,
         "backend": comp.backend,
@@ -311,23 +318,24 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
         "data_parallel_size": inputs.data_parallel_size,
         "tensor_parallel_size": inputs.tensor_parallel_size,
     }
+    for key in (*result.parallel, "optimization_level"):
+        if key in inputs.sources:
+            name = key if key in result.parallel else f"compilation.{key}"
+            result.sources[name] = inputs.sources[key]
     if ctx.all2all_backend != all2all:
         result.sources["all2all_backend"] = "bound by moe_backend"
     if config is None:
         return result
 
-    result.kernel_config = config.values()
+    result.kernel_config = config
     try:
-        result.ir_hash_factors = config.ir_op_priority.hash_factors()
-        result.hash_factors = config.hash_factors()
-        result.hash = config.compute_hash()
+        result.hash_factors = hashing.kernel_factors(release, config)
     except KernelcfgError as exc:
         result.problems.append(Problem.from_error(exc))
         return result
+    result.hash = hashing.digest(result.hash_factors)
     from kernelcfg.ir import registry
 
     ops = registry(release, target)
-    result.ir_dispatch = {
-        op: ops.op(op).chain(lst or []) for op, lst in config.ir_op_priority.op_lists().items()
-    }
+    result.ir_dispatch = {op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()}
     return result

@@ -8,15 +8,19 @@ Each function takes the release whose constants it applies; the errors are
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kernelcfg.errors import EngineError
 from kernelcfg.releases import Release
+
+if TYPE_CHECKING:
+    from kernelcfg.context import ResolutionContext
 
 __all__ = [
     "HasAll2All",
     "RuleError",
     "bind_passthrough_all2all_backend",
+    "set_platform_defaults",
     "validate_flashinfer_moe_ep_model",
 ]
 
@@ -82,3 +86,22 @@ def bind_passthrough_all2all_backend(
             field="all2all_backend",
             code="passthrough-needs-moe-ep-backend",
         )
+
+
+def set_platform_defaults(
+    release: Release,
+    moe_backend: str,
+    lists: dict[str, list[str] | None],
+    ctx: ResolutionContext,
+) -> None:
+    """``KernelConfig.set_platform_defaults``: the DeepSeek-V4 check (when the model
+    is known), the passthrough binding (where the release has it), then the
+    platform's IR-op defaults merged into ``lists`` (mutated in place)."""
+    from kernelcfg.platforms import default_ir_op_priority
+    from kernelcfg.values import append_platform_defaults
+
+    if ctx.architectures is not None:
+        validate_flashinfer_moe_ep_model(release, moe_backend, ctx.architectures)
+    if release.has_function("bind_passthrough_all2all_backend"):
+        bind_passthrough_all2all_backend(release, moe_backend, ctx)
+    append_platform_defaults(lists, default_ir_op_priority(release, ctx))

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kernelcfg import for_version  # noqa: E402
-from kernelcfg.config import UnknownProviderError  # noqa: E402
+from kernelcfg.errors import UnknownProviderError  # noqa: E402
 from kernelcfg.ir import registry  # noqa: E402
 from kernelcfg.ir.native import fused_add_rms_norm, gelu_and_mul_sparse, rms_norm  # noqa: E402
 from kernelcfg.platforms import PRESETS  # noqa: E402

@@ -66,10 +66,11 @@ class IrOp:
         self.name = name
         self.impls = providers
         self._priority: list[Provider] = []
+        self._chains: dict[tuple[str, ...], list[str]] = {}
 
     def filter_priority(self, priority: Sequence[str]) -> list[Provider]:
         """vLLM's filtering of a priority list (see the module docstring)."""
-        from kernelcfg.config import UnknownProviderError
+        from kernelcfg.errors import UnknownProviderError
 
         for name in priority:
             if name not in self.impls:
@@ -87,7 +88,11 @@ class IrOp:
 
     def chain(self, priority: Sequence[str]) -> list[str]:
         """The providers dispatch would try, in order, for this priority."""
-        return [p.name for p in self.filter_priority(priority)]
+        key = tuple(priority)
+        found = self._chains.get(key)
+        if found is None:
+            found = self._chains[key] = [p.name for p in self.filter_priority(priority)]
+        return list(found)
 
     def get_priority(self) -> list[str]:
         """The current (filtered) dispatch priority."""

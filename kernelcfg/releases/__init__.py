@@ -11,7 +11,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -85,36 +85,39 @@ class Release:
         """The version as a tuple of integers, for ordering."""
         return _key(self.version)
 
-    @property
+    @cached_property
     def kernel_fields(self) -> tuple[FieldFacts, ...]:
         """``KernelConfig``'s fields, in declaration order."""
         return _kernel_fields(self)
 
-    @property
+    @cached_property
     def ir_ops(self) -> tuple[str, ...]:
         """``IrOpPriorityConfig``'s fields (the IR ops), in declaration order."""
         return tuple(f["name"] for f in self.data["ir_op_priority"]["fields"])
 
     def choices(self, name: str) -> tuple[str, ...]:
         """A choice list by field name or vLLM alias (``moe_backend``, ``MoEBackend``)."""
-        alias = _ALIASES.get(name, name)
-        return tuple(self.data["choices"].get(alias, ()))
+        return self._choices.get(_ALIASES.get(name, name), ())
+
+    @cached_property
+    def _choices(self) -> dict[str, tuple[str, ...]]:
+        return {alias: tuple(values) for alias, values in self.data["choices"].items()}
 
     def constant(self, name: str, default: Any = None) -> Any:
         """A module-level constant of ``vllm.config.kernel`` (sets as sorted lists)."""
         return self.data["constants"].get(name, default)
 
-    @property
+    @cached_property
     def hash_ignored(self) -> frozenset[str]:
         """Fields ``KernelConfig.compute_hash`` always leaves out."""
         return frozenset(self.data["kernel_config"]["hash_ignored"])
 
-    @property
+    @cached_property
     def hash_ignored_when_none(self) -> frozenset[str]:
         """Fields left out of the hash only while they are ``None``."""
         return frozenset(self.data["kernel_config"]["hash_ignored_when_none"])
 
-    @property
+    @cached_property
     def normalized_fields(self) -> frozenset[str]:
         """Fields whose strings are lower-cased, ``-`` to ``_``, before validation."""
         return frozenset(self.data["kernel_config"]["normalized"])
@@ -127,7 +130,7 @@ class Release:
         """Whether ``vllm.config.kernel`` defines this rule function."""
         return bool(self.data["functions"].get(name))
 
-    @property
+    @cached_property
     def moe_ep_model_checked(self) -> frozenset[str]:
         """MoE backends that ``validate_flashinfer_moe_ep_model`` checks."""
         return frozenset(self.data["functions"].get("validate_flashinfer_moe_ep_model") or ())
@@ -137,6 +140,25 @@ class Release:
         """The maintainer-written rules: docs, platform IR defaults, provider support."""
         rules: dict[str, Any] = self.data["rules"]
         return rules
+
+    @cached_property
+    def engine_rules(self) -> dict[str, Any]:
+        """Rules of engine start-up: LoRA limits, removed all2all backends, warnings."""
+        found: dict[str, Any] = self.rules.get("engine", {})
+        return found
+
+    @cached_property
+    def compilation_rules(self) -> dict[str, Any]:
+        """Compilation rules: optimisation levels, breakable CUDA graphs, eager mode."""
+        found: dict[str, Any] = self.rules.get("compilation", {})
+        return found
+
+    def level_defaults(self, level: int) -> dict[str, Any]:
+        """What optimisation level ``level`` fills in when still unset."""
+        found: dict[str, Any] = self.compilation_rules.get("optimization_levels", {}).get(
+            str(level), {}
+        )
+        return found
 
     @property
     def envs(self) -> frozenset[str]:

@@ -1,0 +1,134 @@
+"""kernelcfg's speed, measured as ratios taken in one run (these machines are noisy).
+
+- cold start: ``kernelcfg resolve --device h100 --format json`` against the smallest
+  Typer + pydantic + rich command (bench/baseline_app.py), interleaved;
+- peak memory of that resolve (max RSS of the child process);
+- whether torch was imported on that path;
+- ``--batch`` throughput on 20,000 varied JSON lines in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+# Measure what an installed tool does: with its bytecode cached, as pip leaves it.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+RESOLVE = [PY, "-m", "kernelcfg", "resolve", "--device", "h100", "--format", "json"]
+BASELINE = [PY, str(HERE / "baseline_app.py"), "--device", "h100"]
+
+
+def _run(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return elapsed, usage.ru_maxrss
+
+
+def cold_start(rounds: int) -> dict[str, float]:
+    for _ in range(2):  # warm the bytecode caches of both
+        _run(RESOLVE)
+        _run(BASELINE)
+    ours: list[float] = []
+    base: list[float] = []
+    rss: list[int] = []
+    for _ in range(rounds):
+        t, m = _run(RESOLVE)
+        ours.append(t)
+        rss.append(m)
+        base.append(_run(BASELINE)[0])
+    return {
+        "resolve_median_s": statistics.median(ours),
+        "baseline_median_s": statistics.median(base),
+        "ratio": statistics.median(ours) / statistics.median(base),
+        "peak_rss_mib": max(rss) / 1024,
+    }
+
+
+def torch_imported() -> bool:
+    proc = subprocess.run(
+        [PY, "-X", "importtime", *RESOLVE[1:]], capture_output=True, text=True, check=True, env=ENV
+    )
+    return any(line.rstrip().endswith(" torch") for line in proc.stderr.splitlines())
+
+
+def _lines(count: int, seed: int = 7) -> list[str]:
+    from kernelcfg import releases
+
+    release = releases.load(None)
+    rng = random.Random(seed)
+    moe = list(release.choices("moe_backend"))
+    linear = list(release.choices("linear_backend"))
+    sparse = list(release.choices("sparse_indexer_topk_backend"))
+    devices = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "cpu", "a100"]
+    out = []
+    for i in range(count):
+        argv = ["--device", rng.choice(devices), "--moe-backend", rng.choice(moe)]
+        if rng.random() < 0.6:
+            argv += ["--linear-backend", rng.choice(linear)]
+        if rng.random() < 0.4:
+            argv += ["--sparse-indexer-topk-backend", rng.choice(sparse)]
+        if rng.random() < 0.3:
+            argv.append(f"-O{rng.randint(0, 3)}")
+        if rng.random() < 0.2:
+            argv.append("--enforce-eager")
+        if rng.random() < 0.2:
+            argv.append(f"--ir-op-priority.rms_norm={rng.choice(['native', 'vllm_c', 'oink'])}")
+        if rng.random() < 0.2:
+            argv += ["--env", f"VLLM_ROCM_USE_AITER={rng.randint(0, 1)}"]
+        out.append(json.dumps({"id": i, "argv": argv}))
+    return out
+
+
+def batch_rate(count: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lines.jsonl"
+        path.write_text("\n".join(_lines(count)) + "\n")
+        cmd = [PY, "-m", "kernelcfg", "resolve", "--batch", str(path)]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=ENV)
+        elapsed = time.perf_counter() - start
+        produced = len(proc.stdout.splitlines())
+    if produced != count:
+        raise SystemExit(f"batch produced {produced} lines for {count}: {proc.stderr[-500:]}")
+    return {"lines": count, "seconds": elapsed, "per_second": count / elapsed}
+
+
+def main() -> None:
+    rounds = int(os.environ.get("KERNELCFG_BENCH_ROUNDS", "15"))
+    lines = int(os.environ.get("KERNELCFG_BENCH_LINES", "20000"))
+    cold = cold_start(rounds)
+    torch = torch_imported()
+    runs = [batch_rate(lines) for _ in range(3)]
+    best = max(runs, key=lambda r: r["per_second"])
+    report = {
+        "cold_start": cold,
+        "torch_imported_on_resolve": torch,
+        "batch_best_of_3": best,
+        "batch_rates": [round(r["per_second"]) for r in runs],
+    }
+    print(json.dumps(report, indent=2))
+    ok = (
+        cold["ratio"] <= 1.0
+        and cold["peak_rss_mib"] <= 40
+        and not torch
+        and best["per_second"] >= 20000
+    )
+    print("targets met" if ok else "targets MISSED", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

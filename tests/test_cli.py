@@ -1,0 +1,347 @@
+"""The ``resolve`` command: vLLM's spellings, output formats, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .cli_helpers import run
+
+
+def _hash(*args: str) -> str:
+    result = run("resolve", "--device", "h100", "--format", "json", *args)
+    assert result.exit_code == 0, result.stderr
+    value: str = result.json()["hash"]
+    return value
+
+
+SPELLINGS = [
+    (
+        ["--moe-backend", "flashinfer_cutlass"],
+        [
+            ["--moe-backend=flashinfer_cutlass"],
+            ["--moe_backend", "flashinfer_cutlass"],
+            ["--moe-back", "flashinfer_cutlass"],
+            ["--moe-backend", "FlashInfer-CUTLASS"],
+            ["--kernel-config.moe_backend=flashinfer_cutlass"],
+            ["--kernel_config.moe_backend", "flashinfer-cutlass"],
+            ["--kernel-config", '{"moe_backend": "FLASHINFER_CUTLASS"}'],
+            ["--kernel-config", '{"moe_backend": "triton"}', "--moe-backend", "flashinfer_cutlass"],
+            ["--", "vllm", "serve", "some/model", "--moe-backend", "flashinfer_cutlass"],
+        ],
+    ),
+    (
+        ["--ir-op-priority.rms_norm=vllm_c,native"],
+        [
+            ["--ir-op-priority", '{"rms_norm": "vllm_c, native"}'],
+            ["--ir_op_priority.rms_norm", "vllm_c, native"],
+            ["--kernel-config.ir_op_priority.rms_norm", "vllm_c, native"],
+            ["--kernel-config.ir_op_priority.rms_norm+", "vllm_c,native"],
+            ["--ir-op-priority.rms_norm+=vllm_c", "--ir-op-priority.rms_norm+=native"],
+        ],
+    ),
+    (["-O0"], [["-O=0"], ["-O", "0"], ["--optimization-level", "0"], ["--optimization_level=0"]]),
+    (
+        ["--enforce-eager"],
+        [
+            ["--enforce_eager"],
+            ["-cc.mode=none", "-cc.cudagraph_mode=NONE", "--kernel-config.enable_jit_warmup=false"],
+            [
+                "--compilation-config",
+                '{"mode": 0, "cudagraph_mode": 0}',
+                "--kernel-config",
+                '{"enable_jit_warmup": "off"}',
+            ],
+        ],
+    ),
+    (
+        ["--monokernel"],
+        [["--kernel-config.monokernel=true"], ["--kernel-config", '{"monokernel": "yes"}']],
+    ),
+]
+
+
+@pytest.mark.parametrize(("plain", "variants"), SPELLINGS, ids=[" ".join(p) for p, _ in SPELLINGS])
+def test_spellings_hash_like_their_plain_form(plain: list[str], variants: list[list[str]]) -> None:
+    expected = _hash(*plain)
+    assert expected != _hash()
+    for variant in variants:
+        assert _hash(*variant) == expected, variant
+
+
+def test_autotune_spellings_resolve_alike() -> None:
+    def autotune(*args: str) -> object:
+        data = run("resolve", "--device", "h100", "--format", "json", *args).json()
+        return data["kernel_config"]["enable_flashinfer_autotune"]
+
+    assert autotune("-O0") is False
+    for on in (
+        ["-O1"],
+        ["--enable-flashinfer-autotune"],
+        ["--kernel-config.enable_flashinfer_autotune=yes"],
+    ):
+        assert autotune(*on) is True
+    for off in (["--disable-flashinfer-autotune"], ["--no-enable-flashinfer-autotune"]):
+        assert autotune(*off) is False
+
+
+def test_dotted_keys_replace_a_whole_json_value() -> None:
+    both = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "--kernel-config.moe_backend=cutlass",
+        "--kernel-config",
+        '{"monokernel": true}',
+    ).json()
+    assert both["kernel_config"]["moe_backend"] == "cutlass"
+    assert both["kernel_config"]["monokernel"] is False
+
+
+def test_compilation_groups_replace_each_other() -> None:
+    later = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "-cc.mode=0",
+        "--compilation-config.backend=eager",
+    ).json()
+    assert later["compilation"]["mode"] == "VLLM_COMPILE"
+    assert later["compilation"]["backend"] == "eager"
+
+
+def test_yaml_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "moe-backend": "triton",
+                "enable-flashinfer-autotune": False,
+                "kernel-config": {"linear_backend": "marlin"},
+            }
+        )
+    )
+    result = run("resolve", "--device", "h100", "--format", "json", "--config", str(path))
+    assert result.exit_code == 0
+    data = result.json()
+    assert data["kernel_config"]["moe_backend"] == "triton"
+    assert data["kernel_config"]["linear_backend"] == "marlin"
+    assert data["kernel_config"]["enable_flashinfer_autotune"] is True
+    assert "false" in result.stderr
+    override = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "--config",
+        str(path),
+        "--kernel-config.monokernel=true",
+        "--moe-backend",
+        "cutlass",
+    ).json()
+    assert override["kernel_config"]["linear_backend"] == "auto"
+    assert override["kernel_config"]["moe_backend"] == "cutlass"
+    ignored = run("resolve", "--device", "h100", "--format", "json", f"--config={path}")
+    assert ignored.json()["kernel_config"]["moe_backend"] == "auto"
+    assert "ignored" in ignored.stderr
+
+
+def test_local_model_folder_gives_architectures(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    result = run(
+        "resolve",
+        "--device",
+        "b200",
+        "--format",
+        "json",
+        "--",
+        "vllm",
+        "serve",
+        str(model),
+        "--moe-backend",
+        "flashinfer_moe_ep_mega_deep_gemm",
+        "--max-model-len",
+        "4096",
+    )
+    assert result.exit_code == 1
+    assert "DeepSeek-V4" in result.stderr
+    with_arch = run(
+        "resolve",
+        "--device",
+        "b200",
+        "--format",
+        "json",
+        "--hf-config-path",
+        str(model),
+        "--moe-backend",
+        "flashinfer_moe_ep_mega_deep_gemm",
+        "--architecture",
+        "DeepseekV4ForCausalLM",
+        "--env",
+        "VLLM_USE_BREAKABLE_CUDAGRAPH=0",
+    )
+    assert with_arch.exit_code == 0, with_arch.stderr
+    assert with_arch.json()["parallel_config"]["all2all_backend"] == "passthrough"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["--moe-backend", "flashinfer_trtlm"], 2, "did you mean 'flashinfer_trtllm'"),
+        (["--moe-backnd", "triton"], 2, "did you mean '--moe-backend'"),
+        (["--all2all-backend", "passthrough"], 2, "passthrough"),
+        (["-O5"], 2, "optimisation level"),
+        (["-O", "5"], 2, "unrecognized arguments: -O 5"),
+        (["-cc.cudagraph_mode=BOGUS"], 2, "KeyError"),
+        (["-cc.mode=3", "-cc.backend=foo"], 2, "Invalid backend for piecewise compilation"),
+        (["--kernel-config", "{bad"], 2, "not valid JSON"),
+        (["--kernel-config.moe-backend=triton"], 2, "did you mean 'moe_backend'"),
+        (["--config", "/nonexistent/x.yaml"], 2, "cannot read"),
+        (
+            ["--kernel-config.enable_flashinfer_autotune=true", "--enable-flashinfer-autotune"],
+            1,
+            "mutually exclusive",
+        ),
+        (
+            ["--kernel-config.enable_flashinfer_autotune=false", "--disable-flashinfer-autotune"],
+            1,
+            "mutually exclusive",
+        ),
+        (
+            ["--ir-op-priority.rms_norm=native", "--kernel-config.ir_op_priority.rms_norm=native"],
+            1,
+            "only one allowed",
+        ),
+        (["--ir-op-priority.rms_norm=cuda"], 1, "registered: aiter, native, oink, vllm_c"),
+        (["--enable-lora", "--moe-backend", "deep_gemm_mega_moe"], 1, "LoRA is not supported"),
+        (["--enable", "x"], 2, "ambiguous option"),
+    ],
+)
+def test_errors_and_exit_codes(args: list[str], code: int, needle: str) -> None:
+    result = run("resolve", "--device", "h100", "--format", "json", *args)
+    assert result.exit_code == code, result.stderr
+    assert needle in result.stderr
+    data = result.json()
+    assert data["valid"] is False
+    assert any(needle in p["message"] for p in data["problems"])
+    assert "Traceback" not in result.stderr
+
+
+def test_warnings_go_to_stderr_and_strict_fails_them() -> None:
+    args = ("resolve", "--device", "h100", "--format", "json", "--all2all-backend", "pplx")
+    loose = run(*args)
+    assert loose.exit_code == 0
+    assert "removed" in loose.stderr
+    assert loose.json()["parallel_config"]["all2all_backend"] == "allgather_reducescatter"
+    strict = run(*args, "--strict")
+    assert strict.exit_code == 1
+    assert strict.json()["valid"] is False
+
+
+def test_quiet_prints_nothing() -> None:
+    result = run("resolve", "--device", "h100", "--quiet", "--moe-backend", "nope")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("device", ["h100", "b200", "mi355x", "cpu", "intel-max-1550"])
+def test_args_format_reproduces_the_hash(device: str) -> None:
+    flags = [
+        "--moe-backend",
+        "Triton",
+        "-O1",
+        "--ir-op-priority.rms_norm=native",
+        "-cc.cudagraph_mode=full",
+        "--enforce-eager",
+        "-tp",
+        "2",
+        "--kernel-config.linear_backend_per_quant.fp8=marlin",
+    ]
+    first = run("resolve", "--device", device, "--format", "json", *flags).json()
+    canonical = run("resolve", "--device", device, "--format", "args", *flags).stdout
+    import shlex
+
+    again = run("resolve", "--device", device, "--format", "json", *shlex.split(canonical)).json()
+    assert again["hash"] == first["hash"]
+    assert again["kernel_config"] == first["kernel_config"]
+    assert again["compilation"] == first["compilation"]
+
+
+def test_args_never_emit_passthrough() -> None:
+    flags = ["--moe-backend", "flashinfer_moe_ep_cutedsl", "-ep"]
+    out = run("resolve", "--device", "b200", "--format", "args", *flags).stdout
+    assert "passthrough" not in out
+    assert "flashinfer_moe_ep_cutedsl" in out
+
+
+def test_formats_parse() -> None:
+    base = ("resolve", "--device", "mi300x", "--moe-backend", "aiter")
+    as_json = run(*base, "--format", "json").json()
+    as_yaml = yaml.safe_load(run(*base, "--format", "yaml").stdout)
+    assert as_yaml == as_json
+    env_lines = run(*base, "--format", "env").stdout.splitlines()
+    env = dict(line.split("=", 1) for line in env_lines)
+    assert env["KERNELCFG_HASH"] == as_json["hash"]
+    assert env["KERNELCFG_MOE_BACKEND"] == "aiter"
+    table = run(*base)
+    assert as_json["hash"] in table.stdout
+    assert table.exit_code == 0
+
+
+def test_json_contract_keys() -> None:
+    data = run("resolve", "--device", "h100", "--format", "json").json()
+    assert list(data) == [
+        "format_version",
+        "vllm_version",
+        "valid",
+        "platform",
+        "kernel_config",
+        "parallel_config",
+        "compilation",
+        "ir_dispatch",
+        "hash",
+        "hash_factors",
+        "problems",
+    ]
+    assert data["format_version"] == "1"
+    assert data["platform"]["source"] == "preset"
+    assert len(data["hash"]) == 64
+
+
+def test_batch_keeps_going_after_a_bad_line() -> None:
+    lines = "\n".join(
+        [
+            json.dumps(["--moe-backend", "triton"]),
+            "not json",
+            json.dumps({"id": "x", "argv": ["--moe-backend", "bogus"]}),
+            json.dumps({"id": 7, "argv": ["--device", "mi300x", "--moe-backend", "aiter"]}),
+        ]
+    )
+    result = run("resolve", "--batch", "-", "--device", "h100", stdin=lines)
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in rows] == [1, 2, "x", 7]
+    assert [r["exit_code"] for r in rows] == [0, 2, 2, 0]
+    assert rows[3]["platform"]["gfx_arch"] == "gfx942"
+    assert rows[0]["platform"]["device"] == "NVIDIA H100 80GB HBM3"
+    assert result.exit_code == 2
+
+
+def test_version_and_help() -> None:
+    version = run("--version")
+    assert version.exit_code == 0
+    assert "kernelcfg" in version.stdout
+    helped = run("resolve", "--help")
+    assert helped.exit_code == 0
+    assert "--device" in helped.stdout
+    assert "Exit codes" in helped.stdout
