@@ -670,6 +670,9 @@ def parse(
         name, eq, inline = arg.partition("=")
         matched = _match(name, table)
         if matched is None:
+            elsewhere = _flag_elsewhere(release, name)
+            if elsewhere:
+                raise ArgumentError(f"unrecognized option {name}: {elsewhere}", field=name)
             known_kernel = [o for o, spec in table.items() if spec.kernel]
             hint = closest(name, known_kernel)
             if hint is not None and _similar(name, hint):
@@ -722,6 +725,22 @@ def parse(
         )
     _read_model_config(inputs, hf_config_path)
     return inputs, ctx
+
+
+def _flag_elsewhere(release: Release, name: str) -> str | None:
+    """Which releases know a kernel flag this one lacks."""
+    from kernelcfg import releases
+
+    having = [
+        v
+        for v in releases.known_versions()
+        if v != release.version
+        and (spec := _options(releases.load(v)).get(name)) is not None
+        and spec.kernel
+    ]
+    if not having:
+        return None
+    return f"{name} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
 
 
 def _split_serve(args: list[str]) -> tuple[list[str], list[str] | None]:

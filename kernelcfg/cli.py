@@ -235,6 +235,96 @@ def _run_batch(path: str, flags: list[str], *, strict: bool, quiet: bool) -> int
     return worst
 
 
+class ListFormat(StrEnum):
+    """Output formats of the listing commands."""
+
+    table = "table"
+    json = "json"
+
+
+@app.command()
+def versions(
+    old: Annotated[
+        str | None, typer.Argument(help="A release, e.g. 0.32.", show_default=False)
+    ] = None,
+    new: Annotated[
+        str | None, typer.Argument(help="A later release, e.g. 0.33.", show_default=False)
+    ] = None,
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """List the vLLM releases kernelcfg knows; with two, what changed between them.
+
+    Examples: `kernelcfg versions`, `kernelcfg versions 0.32 0.33 --format json`.
+    """
+    import json
+
+    from kernelcfg import versions as versions_mod
+    from kernelcfg.errors import KernelcfgError
+
+    if (old is None) != (new is None):
+        sys.stderr.write("error: give two releases to compare, or none to list them\n")
+        raise typer.Exit(2)
+    try:
+        data: Any = versions_mod.compare(old, new) if old and new else versions_mod.summary()
+    except KernelcfgError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(exc.exit_code) from None
+    if fmt is ListFormat.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if isinstance(data, list):
+        table = Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all")
+        for row in data:
+            c = row["choices"]
+            table.add_row(
+                row["version"],
+                str(len(row["fields"])),
+                ", ".join(row["ir_ops"]),
+                str(c.get("MoEBackend", 0)),
+                str(c.get("LinearBackend", 0)),
+                str(c.get("SparseIndexerTopkBackend", "-")),
+                str(c.get("All2AllBackend", 0)),
+            )
+        console.print(table)
+        return
+    table = Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}")
+    for key in ("added", "removed"):
+        for name in data["fields"][key]:
+            table.add_row("field", f"{key} {name}")
+    for change in data["fields"]["changed"]:
+        table.add_row(
+            "field", f"{change['field']}: {change['what']} {change['old']!r} -> {change['new']!r}"
+        )
+    for name, diff in data["choices"].items():
+        for key in ("added", "removed"):
+            if diff[key]:
+                table.add_row(name, f"{key} {', '.join(diff[key])}")
+    for key in ("added", "removed"):
+        if data["hash_inputs"][key]:
+            table.add_row("hash input", f"{key} {', '.join(data['hash_inputs'][key])}")
+        if data["ir_ops"][key]:
+            table.add_row("IR op", f"{key} {', '.join(data['ir_ops'][key])}")
+    for op, diff in data["ir_providers"].items():
+        for key in ("added", "removed"):
+            if diff[key]:
+                table.add_row(f"IR {op}", f"provider {key} {', '.join(diff[key])}")
+        for change in diff["uuid_changed"]:
+            table.add_row(
+                f"IR {op}", f"{change['provider']}: {change['file']} changed (hash changes)"
+            )
+    for name, change in data["constants"].items():
+        table.add_row("constant", f"{name}: {change['old']} -> {change['new']}")
+    for name, change in data["functions"].items():
+        table.add_row("function", f"{name}: {change['old']} -> {change['new']}")
+    for kind in data["platform_ir_defaults_changed"]:
+        table.add_row("platform rule", f"IR-op defaults on {kind} changed")
+    console.print(table)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -227,8 +227,12 @@ def resolve_target(
 @cache
 def detect() -> Target:
     """This machine's first accelerator, through torch; ``cpu`` (with why) otherwise."""
+    import warnings
+
     try:
-        import torch
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. torch's note that numpy is missing
+            import torch
     except ImportError:
         return Target("cpu", "cpu", source="fallback", note="torch is not installed")
     try:

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Resolution", "resolve", "validation_message"]
 
-_PIECEWISE = {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}
 _TOP_LEVEL_BACKENDS = ("moe_backend", "linear_backend", "sparse_indexer_topk_backend")
 
 
@@ -157,9 +156,7 @@ def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:
         return value == "1"
     if inputs.architectures is None:
         return False
-    table = release.compilation_rules.get("breakable_cudagraph_architectures", {})
-    archs = table.get(result.target.kind, table.get("default", []))
-    hit = sorted(set(inputs.architectures) & set(archs))
+    hit = sorted(set(inputs.architectures) & release.breakable_architectures(result.target.kind))
     if not hit:
         return False
     result.sources["compilation.mode"] = "breakable CUDA graphs (model default)"
@@ -215,8 +212,9 @@ def _late_compilation(
         )
     else:
         result.sources.setdefault("compilation.cudagraph_mode", "flag")
-    if comp.cudagraph_mode in _PIECEWISE and comp.mode != "VLLM_COMPILE" and not breakable:
-        comp.cudagraph_mode = _PIECEWISE[comp.cudagraph_mode]  # type: ignore[assignment]
+    fallback = release.compilation_rules.get("piecewise_fallback", {})
+    if comp.cudagraph_mode in fallback and comp.mode != "VLLM_COMPILE" and not breakable:
+        comp.cudagraph_mode = fallback[comp.cudagraph_mode]
     if result.target.kind == "cpu":
         comp.cudagraph_mode = "NONE"
         if comp.mode == "VLLM_COMPILE":

@@ -278,6 +278,15 @@ def class_fields(src: Source, rel: str, name: str) -> list[str]:
     raise ValueError(f"class {name} not found in {rel}")
 
 
+def module_constant(src: Source, rel: str, name: str) -> Any:
+    """A module-level constant of a vLLM source file (sets as sorted lists)."""
+    tree = ast.parse(src.text(rel))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == name:
+            return _jsonable(_const(stmt.value, {}))
+    raise ValueError(f"{name} not found in {rel}")
+
+
 def env_names(src: Source) -> list[str]:
     tree = ast.parse(src.text("vllm/envs.py"))
     for node in ast.walk(tree):
@@ -322,6 +331,9 @@ def build(path: Path, rules: dict[str, Any]) -> dict[str, Any]:
             if not f.startswith("_")
         ),
         "compilation_fields": class_fields(src, "vllm/config/compilation.py", "CompilationConfig"),
+        "breakable_cudagraph_architectures": module_constant(
+            src, "vllm/config/vllm.py", "DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES"
+        ),
         "envs": env_names(src),
         "rules": rules,
     }

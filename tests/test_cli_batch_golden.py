@@ -94,12 +94,12 @@ def test_vector_through_batch(
 ) -> None:
     got = batch_results[f"{version}:{index}"]
     assert got["vllm_version"] == version
+    if case.get("construct_error"):
+        assert got["exit_code"] == 2, argv
+        return
     if case["all2all_backend_in"] == "passthrough":
         assert got["exit_code"] == 2, argv
         assert "passthrough" in got["problems"][0]["message"]
-        return
-    if case.get("construct_error"):
-        assert got["exit_code"] == 2, argv
         return
     if case.get("error"):
         assert got["exit_code"] == 1, argv

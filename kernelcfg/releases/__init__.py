@@ -153,6 +153,16 @@ class Release:
         found: dict[str, Any] = self.rules.get("compilation", {})
         return found
 
+    def breakable_architectures(self, kind: str) -> frozenset[str]:
+        """Architectures that turn on breakable CUDA graphs by default on ``kind``."""
+        default = frozenset(self.data.get("breakable_cudagraph_architectures", ()))
+        override = self.compilation_rules.get("breakable_cudagraph_by_platform", {}).get(kind)
+        if override is None:
+            return default
+        if "only" in override:
+            return frozenset(override["only"])
+        return default - frozenset(override.get("minus", ()))
+
     def level_defaults(self, level: int) -> dict[str, Any]:
         """What optimisation level ``level`` fills in when still unset."""
         found: dict[str, Any] = self.compilation_rules.get("optimization_levels", {}).get(
