@@ -171,6 +171,11 @@ def as_env(data: dict[str, Any]) -> str:
     return "".join(f"{name}={shlex.quote(_env_value(value))}\n" for name, value in pairs)
 
 
+def _derived(source: str) -> bool:
+    """A value start-up filled in itself, which the flags reproduce without naming it."""
+    return source.endswith(" default") or source == "--enforce-eager"
+
+
 def as_args(result: Resolution) -> list[str]:
     """Canonical vLLM flags that reproduce the resolved kernel config (and its hash)."""
     inputs = result.inputs
@@ -190,7 +195,7 @@ def as_args(result: Resolution) -> list[str]:
             }
             if given:
                 kernel[name] = given
-        elif value != facts[name].default:
+        elif value != facts[name].default and not _derived(result.sources.get(name, "")):
             kernel[name] = value
     out: list[str] = []
     if kernel:

@@ -1,0 +1,59 @@
+"""The README's console examples print what the README says they print."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from .cli_helpers import run
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _examples() -> list[tuple[str, list[str], int | None]]:
+    """(command, expected output lines, expected exit code) for each ``$ kernelcfg``."""
+    out: list[tuple[str, list[str], int | None]] = []
+    for block in re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.S):
+        lines = block.splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith("$ kernelcfg"):
+                command = lines[i][2:]
+                expected: list[str] = []
+                i += 1
+                while i < len(lines) and not lines[i].startswith("$ "):
+                    expected.append(lines[i])
+                    i += 1
+                code = None
+                if i < len(lines) and lines[i] == "$ echo $?":
+                    code = int(lines[i + 1])
+                    i += 2
+                out.append((command, expected, code))
+            else:
+                i += 1
+    return out
+
+
+EXAMPLES = _examples()
+
+
+def test_readme_has_examples() -> None:
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize(("command", "expected", "code"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
+def test_readme_example(command: str, expected: list[str], code: int | None) -> None:
+    command, _, grep = command.partition(" | grep -E ")
+    silenced = command.endswith("> /dev/null")
+    args = shlex.split(command.removesuffix("> /dev/null"))[1:]
+    result = run(*args)
+    shown = (result.stderr if silenced else result.stdout).splitlines()
+    if grep:
+        pattern = re.compile(shlex.split(grep)[0])
+        shown = [line for line in shown if pattern.search(line)]
+    assert shown == expected
+    if code is not None:
+        assert result.exit_code == code
