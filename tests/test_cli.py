@@ -11,11 +11,11 @@ import yaml
 from .cli_helpers import run
 
 
-def _hash(*args: str) -> str:
+def _resolved(*args: str) -> dict[str, object]:
     result = run("resolve", "--device", "h100", "--format", "json", *args)
     assert result.exit_code == 0, result.stderr
-    value: str = result.json()["hash"]
-    return value
+    data = result.json()
+    return {k: data[k] for k in ("kernel_config", "parallel_config", "compilation", "hash")}
 
 
 SPELLINGS = [
@@ -61,15 +61,46 @@ SPELLINGS = [
         ["--monokernel"],
         [["--kernel-config.monokernel=true"], ["--kernel-config", '{"monokernel": "yes"}']],
     ),
+    (
+        ["--tensor-parallel-size", "2"],
+        [["-tp", "2"], ["-tp=2"], ["--tensor_parallel_size=2"], ["--tensor-par", "2"]],
+    ),
+    (["--data-parallel-size", "4"], [["-dp", "4"], ["--data_parallel_size", "4"]]),
+    (
+        ["--enable-expert-parallel"],
+        [["-ep"], ["--enable_expert_parallel"], ["--disable-expert-parallel", "-ep"]],
+    ),
+    (
+        ["--all2all-backend", "deepep_low_latency"],
+        [["--all2all-backend=deepep_low_latency"], ["--all2all_backend", "deepep_low_latency"]],
+    ),
+    (
+        ["-cc.mode=none"],
+        [
+            ["-cc", '{"mode": "NONE"}'],
+            ["--compilation-config.mode=0"],
+            ["--compilation-config", '{"mode": "none"}'],
+        ],
+    ),
+    (
+        ["-cc.cudagraph_mode=FULL"],
+        [
+            ["-cc.cudagraph_mode=full"],
+            ["-cc.cudagraph_mode=2"],
+            ["--compilation_config", '{"cudagraph_mode": "Full"}'],
+        ],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("plain", "variants"), SPELLINGS, ids=[" ".join(p) for p, _ in SPELLINGS])
-def test_spellings_hash_like_their_plain_form(plain: list[str], variants: list[list[str]]) -> None:
-    expected = _hash(*plain)
-    assert expected != _hash()
+def test_spellings_resolve_like_their_plain_form(
+    plain: list[str], variants: list[list[str]]
+) -> None:
+    expected = _resolved(*plain)
+    assert expected != _resolved()
     for variant in variants:
-        assert _hash(*variant) == expected, variant
+        assert _resolved(*variant) == expected, variant
 
 
 def test_autotune_spellings_resolve_alike() -> None:

@@ -1,0 +1,70 @@
+"""``kernelcfg versions``, completion, and release-aware refusals."""
+
+from __future__ import annotations
+
+import json
+
+from kernelcfg import releases
+from kernelcfg.cli import _complete_flags
+
+from .cli_helpers import run
+
+
+def test_versions_lists_every_release() -> None:
+    result = run("versions", "--format", "json")
+    assert result.exit_code == 0
+    assert [row["version"] for row in result.json()] == list(releases.known_versions())
+
+
+def test_versions_diff_names_what_changed() -> None:
+    data = run("versions", "0.32", "0.33", "--format", "json").json()
+    assert data["fields"]["added"] == ["monokernel"]
+    assert "monokernel" in data["hash_inputs"]["added"]
+    assert "aiter_triton_mxfp4_mxfp4" in data["choices"]["MoEBackend"]["added"]
+    assert data["platform_ir_defaults_changed"] == ["rocm"]
+    old = run("versions", "0.29.0", "v0.30.0", "--format", "json").json()
+    assert old["ir_ops"]["added"] == ["gelu_and_mul_sparse"]
+    assert "enable_bf16x3_router_gemm" in old["fields"]["removed"]
+    table = run("versions", "0.32", "0.33")
+    assert "monokernel" in table.stdout
+
+
+def test_versions_refuses_unknown_release() -> None:
+    result = run("versions", "0.28", "0.33")
+    assert result.exit_code == 2
+    assert "0.33.0" in result.stderr
+
+
+def test_field_missing_from_release_names_the_releases_that_have_it() -> None:
+    result = run(
+        "resolve", "--vllm-version", "0.32", "--device", "h100", "--format", "json", "--monokernel"
+    )
+    assert result.exit_code == 2
+    assert "exists in vLLM 0.33.0; you are resolving for 0.32.0" in result.stderr
+    dotted = run(
+        "resolve",
+        "--vllm-version",
+        "0.32.0",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "--kernel-config.monokernel=true",
+    )
+    assert dotted.exit_code == 2
+    assert "exists in vLLM 0.33.0" in dotted.stderr
+
+
+def test_release_from_environment(clean_env: object) -> None:
+    data = run(
+        "resolve", "--device", "h100", "--format", "json", env={"KERNELCFG_VLLM_VERSION": "0.30"}
+    ).json()
+    assert data["vllm_version"] == "0.30.0"
+    assert "monokernel" not in data["kernel_config"]
+
+
+def test_completion_offers_backend_names() -> None:
+    assert "flashinfer_trtllm" in _complete_flags(None, ["--moe-backend"], "flash")  # type: ignore[arg-type]
+    assert "passthrough" not in _complete_flags(None, ["--all2all-backend"], "")  # type: ignore[arg-type]
+    assert "--moe-backend" in _complete_flags(None, [], "--moe")  # type: ignore[arg-type]
+    json.dumps(_complete_flags(None, ["--linear-backend"], ""))  # type: ignore[arg-type]
