@@ -141,11 +141,29 @@ def _options(release: Release) -> dict[str, _Option]:
     return table
 
 
-@dataclass(slots=True)
-class _Token:
-    text: str
-    origin: str = "flag"
-    parsed: Any = None
+class _Token(str):
+    """A word that came from a config file, or a gathered dotted value; plain words
+    of the command line stay plain ``str`` (read with :func:`_origin`, :func:`_parsed`)."""
+
+    origin: str
+    parsed: Any
+
+
+def _token(text: str, origin: str = "flag", parsed: Any = None) -> str:
+    if origin == "flag" and parsed is None:
+        return text
+    tok = _Token(text)
+    tok.origin = origin
+    tok.parsed = parsed
+    return tok
+
+
+def _origin(word: str) -> str:
+    return word.origin if type(word) is _Token else "flag"
+
+
+def _parsed(word: str) -> Any:
+    return word.parsed if type(word) is _Token else None
 
 
 def split_version(argv: Sequence[str]) -> str | None:
@@ -159,7 +177,7 @@ def split_version(argv: Sequence[str]) -> str | None:
     return found
 
 
-def _load_yaml(path_text: str, notes: list[Problem]) -> list[_Token]:
+def _load_yaml(path_text: str, notes: list[Problem]) -> list[str]:
     """``--config FILE``'s keys as options, the way vLLM's parser turns them."""
     if path_text.rsplit(".", 1)[-1] not in ("yaml", "yml"):
         raise ArgumentError(
@@ -191,12 +209,12 @@ def _load_yaml(path_text: str, notes: list[Problem]) -> list[_Token]:
             field="config",
         )
     origin = f"config file {path.name}"
-    out: list[_Token] = []
+    out: list[str] = []
     for key, value in data.items():
         name = f"--{key}"
         if isinstance(value, bool):
             if value:
-                out.append(_Token(name, origin))
+                out.append(_token(name, origin))
             else:
                 notes.append(
                     Problem(
@@ -209,17 +227,17 @@ def _load_yaml(path_text: str, notes: list[Problem]) -> list[_Token]:
                 )
         elif isinstance(value, list):
             if value:
-                out.append(_Token(name, origin))
-                out.extend(_Token(str(v), origin) for v in value)
+                out.append(_token(name, origin))
+                out.extend(_token(str(v), origin) for v in value)
         elif isinstance(value, dict):
-            out.extend([_Token(name, origin), _Token(json.dumps(value), origin)])
+            out.extend([_token(name, origin), _token(json.dumps(value), origin)])
         else:
-            out.extend([_Token(name, origin), _Token(str(value), origin)])
+            out.extend([_token(name, origin), _token(str(value), origin)])
     return out
 
 
-def _expand_config(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
-    texts = [t.text for t in tokens]
+def _expand_config(tokens: list[str], notes: list[Problem]) -> list[str]:
+    texts = tokens
     for t in texts:
         if t.startswith("--config="):
             notes.append(
@@ -238,7 +256,7 @@ def _expand_config(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
     idx = texts.index("--config")
     if idx + 1 >= len(tokens):
         raise ArgumentError("--config: no config file specified", field="config")
-    loaded = _load_yaml(tokens[idx + 1].text, notes)
+    loaded = _load_yaml(tokens[idx + 1], notes)
     return loaded + tokens[:idx] + tokens[idx + 2 :]
 
 
@@ -252,24 +270,25 @@ def _dash_name(arg: str) -> str:
     return head.replace("_", "-") + dot + tail + eq + value
 
 
-def _rewrite(tokens: list[_Token]) -> list[_Token]:
+def _rewrite(tokens: list[str]) -> list[str]:
     """``_`` to ``-`` before the first ``.`` of ``--`` options; the ``-O`` forms."""
-    out: list[_Token] = []
+    out: list[str] = []
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        arg = tok.text
+        arg = tok
         if arg.startswith("--"):
-            out.append(_Token(_dash_name(arg), tok.origin) if "_" in arg else tok)
+            out.append(_token(_dash_name(arg), _origin(tok)) if "_" in arg else tok)
         elif arg.startswith("-O") and arg != "-O":
             value = arg[3:] if arg[2] == "=" else arg[2:]
-            out.extend([_Token("--optimization-level", tok.origin), _Token(value, tok.origin)])
-        elif arg == "-O" and i + 1 < len(tokens) and tokens[i + 1].text in ("0", "1", "2", "3"):
-            out.append(_Token("--optimization-level", tok.origin))
+            origin = _origin(tok)
+            out.extend([_token("--optimization-level", origin), _token(value, origin)])
+        elif arg == "-O" and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
+            out.append(_token("--optimization-level", _origin(tok)))
         elif arg == "-O":
             raise ArgumentError(
                 "unrecognized arguments: -O"
-                + (f" {tokens[i + 1].text}" if i + 1 < len(tokens) else "")
+                + (f" {tokens[i + 1]}" if i + 1 < len(tokens) else "")
                 + " (with a space, -O takes only 0, 1, 2 or 3; write -O3 or "
                 "--optimization-level 3)",
                 field="optimization_level",
@@ -317,17 +336,17 @@ def _merge(into: dict[str, Any], new: dict[str, Any], path: str, dupes: list[str
             into[key] = value
 
 
-def _gather_dotted(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
+def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
     """Gather ``--opt.a.b=v`` into one JSON value per option, placed last."""
     gathered: dict[str, dict[str, Any]] = {}
     origins: dict[str, str] = {}
     dupes: list[str] = []
     seen: set[str] = set()
-    out: list[_Token] = []
+    out: list[str] = []
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        arg = tok.text
+        arg = tok
         if arg.startswith("--") and "." not in arg:
             name = arg.split("=", 1)[0]
             if name in seen:
@@ -343,7 +362,7 @@ def _gather_dotted(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
             else:
                 if i + 1 >= len(tokens):
                     raise ArgumentError(f"argument {arg}: expected one argument", field=arg)
-                key_path, value_text = arg, tokens[i + 1].text
+                key_path, value_text = arg, str(tokens[i + 1])
                 i += 1
             value: Any
             if key_path.endswith("+"):
@@ -359,7 +378,7 @@ def _gather_dotted(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
                 cursor = cursor[k]
             cursor[keys[-1]] = value
             _merge(gathered.setdefault(key, {}), nested, key, dupes)
-            origins.setdefault(key, tok.origin)
+            origins.setdefault(key, _origin(tok))
         else:
             out.append(tok)
         i += 1
@@ -373,8 +392,8 @@ def _gather_dotted(tokens: list[_Token], notes: list[Problem]) -> list[_Token]:
             )
         )
     for key, value in gathered.items():
-        out.append(_Token(key, origins[key]))
-        out.append(_Token(json.dumps(value), origins[key], parsed=value))
+        out.append(_token(key, origins[key]))
+        out.append(_token(json.dumps(value), origins[key], parsed=value))
     return out
 
 
@@ -460,20 +479,21 @@ def _optimization_level(value: str) -> int:
     return level
 
 
-def _json(flag: str, token: _Token) -> Any:
-    if token.parsed is not None:
-        return token.parsed
+def _json(flag: str, token: str) -> Any:
+    parsed = _parsed(token)
+    if parsed is not None:
+        return parsed
     try:
-        value = json.loads(token.text)
+        value = json.loads(token)
     except json.JSONDecodeError as exc:
         raise ArgumentError(
-            f"argument {flag}: {token.text!r} is not valid JSON ({exc.msg} at column "
+            f"argument {flag}: {str(token)!r} is not valid JSON ({exc.msg} at column "
             f"{exc.colno}); for one field write {flag}.FIELD=VALUE",
             field=flag,
         ) from None
     if not isinstance(value, dict):
         raise ArgumentError(
-            f"argument {flag}: expected a JSON object, got {token.text!r}", field=flag
+            f"argument {flag}: expected a JSON object, got {str(token)!r}", field=flag
         )
     return value
 
@@ -630,9 +650,9 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
     inputs.compile_backend = backend
 
 
-def _iter_values(tokens: list[_Token], i: int) -> Iterator[str]:
-    while i < len(tokens) and not tokens[i].text.startswith("-"):
-        yield tokens[i].text
+def _iter_values(tokens: list[str], i: int) -> Iterator[str]:
+    while i < len(tokens) and not tokens[i].startswith("-"):
+        yield tokens[i]
         i += 1
 
 
@@ -650,7 +670,7 @@ def parse(
     prefix, serve_args = _split_serve(list(argv))
     if serve_args is not None:
         inputs.model = _serve_model(serve_args, notes)
-    tokens = _expand_config([_Token(a) for a in [*prefix, *(serve_args or ())]], notes)
+    tokens = _expand_config([*prefix, *(serve_args or ())], notes)
     tokens = _gather_dotted(_rewrite(tokens), notes)
     table = _options(release)
 
@@ -659,7 +679,7 @@ def parse(
     ignored: list[str] = []
     while i < len(tokens):
         tok = tokens[i]
-        arg = tok.text
+        arg = str(tok)
         if not arg.startswith("-") or _NUMBER.fullmatch(arg):
             if inputs.model is None and not ignored:
                 inputs.model = arg
@@ -692,17 +712,17 @@ def parse(
                     f"argument {flag}: ignored explicit argument {inline!r}", field=flag
                 )
             setattr(inputs, spec.dest, spec.flag_value)
-            inputs.sources[spec.dest] = tok.origin
+            inputs.sources[spec.dest] = _origin(tok)
             i += 1
             continue
         if eq:
-            value_tok = _Token(inline, tok.origin)
+            value_tok = _token(inline, _origin(tok))
             i += 1
         else:
             if i + 1 >= len(tokens) or (
-                tokens[i + 1].text.startswith("-")
-                and tokens[i + 1].parsed is None
-                and not _NUMBER.fullmatch(tokens[i + 1].text)
+                tokens[i + 1].startswith("-")
+                and _parsed(tokens[i + 1]) is None
+                and not _NUMBER.fullmatch(tokens[i + 1])
             ):
                 raise ArgumentError(f"argument {flag}: expected one argument", field=flag)
             value_tok = tokens[i + 1]
@@ -712,7 +732,7 @@ def parse(
             continue
         _apply(release, inputs, ctx, spec, flag, value_tok)
         if spec.dest == "hf_config_path":
-            hf_config_path = value_tok.text
+            hf_config_path = str(value_tok)
 
     if ignored:
         notes.append(
@@ -790,9 +810,9 @@ def _apply(
     ctx: ContextOptions,
     spec: _Option,
     flag: str,
-    tok: _Token,
+    tok: str,
 ) -> None:
-    dest, value = spec.dest, tok.text
+    dest, value = spec.dest, str(tok)
     if flag in CONTEXT_OPTIONS:
         if dest == "architectures":
             ctx.architectures.append(value)
@@ -804,7 +824,7 @@ def _apply(
         else:
             setattr(ctx, dest, value)
         return
-    inputs.sources[dest] = tok.origin
+    inputs.sources[dest] = _origin(tok)
     if dest in _NORMALISED or dest == "all2all_backend":
         setattr(inputs, dest, _choice(release, dest, flag, value))
         if dest == "all2all_backend":
@@ -824,7 +844,7 @@ def _apply(
         inputs.kernel_config = mapping
         for key in mapping:
             inputs.sources[f"kernel_config.{key}"] = (
-                "--kernel-config" if tok.origin == "flag" else tok.origin
+                "--kernel-config" if _origin(tok) == "flag" else _origin(tok)
             )
     elif dest == "ir_op_priority":
         inputs.ir_op_priority = _ir_priority(release, _json(flag, tok), flag)
