@@ -39,6 +39,18 @@ class Format(StrEnum):
     yaml = "yaml"
     env = "env"
     args = "args"
+    github = "github"
+    junit = "junit"
+    sarif = "sarif"
+
+
+def _write_report(fmt: str, entries: list[Any]) -> None:
+    """Print a CI report (github, junit or sarif) of ``entries``."""
+    from kernelcfg import reports
+
+    sys.stdout.write(
+        {"github": reports.github, "junit": reports.junit, "sarif": reports.sarif}[fmt](entries)
+    )
 
 
 def _version(value: bool) -> None:
@@ -180,7 +192,7 @@ def resolve(
 
     flags = list(vllm_flags or [])
     if batch is not None:
-        raise typer.Exit(_run_batch(batch, flags, strict=strict, quiet=quiet))
+        raise typer.Exit(_run_batch(batch, flags, fmt, strict=strict, quiet=quiet))
     result = pipeline.resolve_args(flags)
     data = render.as_data(result, strict=strict, sources=explain_sources)
     code = render.exit_code_of(result, strict=strict)
@@ -199,6 +211,10 @@ def resolve(
         if isinstance(result, pipeline.Failure):
             raise typer.Exit(code)
         sys.stdout.write(shlex.join(render.as_args(result)) + "\n")
+    elif fmt in (Format.github, Format.junit, Format.sarif):
+        from kernelcfg.reports import Entry
+
+        _write_report(fmt, [Entry("resolve", code, data["problems"], " ".join(flags))])
     else:
         from rich.console import Console
 
@@ -206,10 +222,15 @@ def resolve(
     raise typer.Exit(code)
 
 
-def _run_batch(path: str, flags: list[str], *, strict: bool, quiet: bool) -> int:
+def _run_batch(path: str, flags: list[str], fmt: Format, *, strict: bool, quiet: bool) -> int:
+    """``--batch``: JSON lines out (any format but the CI reports, which gather entries)."""
     import gc
 
     from kernelcfg import pipeline, render
+    from kernelcfg.reports import Entry
+
+    report = fmt in (Format.github, Format.junit, Format.sarif)
+    entries: list[Entry] = []
 
     gc.freeze()  # the loop makes no cycles worth collecting; spare it the scans
 
@@ -224,7 +245,14 @@ def _run_batch(path: str, flags: list[str], *, strict: bool, quiet: bool) -> int
         for line_id, number, result in pipeline.batch(stream, flags):
             code = render.exit_code_of(result, strict=strict)
             worst = max(worst, code)
-            extra = {"id": line_id if line_id is not None else number, "exit_code": code}
+            name = line_id if line_id is not None else number
+            if report:
+                problems = render.as_data(result, strict=strict)["problems"]
+                entries.append(
+                    Entry(f"line {number}" if line_id is None else str(name), code, problems)
+                )
+                continue
+            extra = {"id": name, "exit_code": code}
             out.append(render.json_line(result, extra, strict=strict))
             if len(out) >= 512:
                 if not quiet:
@@ -232,6 +260,8 @@ def _run_batch(path: str, flags: list[str], *, strict: bool, quiet: bool) -> int
                 out.clear()
     if out and not quiet:
         sys.stdout.write("\n".join(out) + "\n")
+    if report and not quiet:
+        _write_report(fmt, entries)
     return worst
 
 
@@ -323,6 +353,138 @@ def versions(
     for kind in data["platform_ir_defaults_changed"]:
         table.add_row("platform rule", f"IR-op defaults on {kind} changed")
     console.print(table)
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg diff --a '--moe-backend triton' --b '--moe-backend cutlass' --device h100\n\n"
+        "  kernelcfg diff yesterday.json today.json\n\n"
+        "  kernelcfg diff --a '--vllm-version 0.32' --b '--vllm-version 0.33' --device b200\n\n"
+        "Exit codes (as kubectl diff): 0 same hash, 1 different hash, 2 unusable input."
+    ),
+)
+def diff(
+    sides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Two saved `resolve --format json` files (or YAML --config files), and/or "
+            "context flags (--device, --vllm-version, --env ...) that apply to both sides.",
+            show_default=False,
+        ),
+    ] = None,
+    a: Annotated[
+        str | None, typer.Option("--a", help="Side A: flags, a .yaml, or a .json.")
+    ] = None,
+    b: Annotated[
+        str | None, typer.Option("--b", help="Side B: flags, a .yaml, or a .json.")
+    ] = None,
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """Why two kernel configurations have different compile-cache hashes.
+
+    Names each hash factor that differs (field, A value, B value), the IR-op lists and
+    provider files behind a differing IR sub-hash, and, apart, the fields that differ
+    but are not hashed -- they cannot explain a cache miss.
+    """
+    import json
+    from pathlib import Path
+
+    from kernelcfg import diff as diff_mod
+    from kernelcfg.errors import KernelcfgError
+
+    rest = list(sides or [])
+    files = [x for x in rest if x.endswith((".json", ".yaml", ".yml")) and Path(x).is_file()]
+    common = [x for x in rest if x not in files]
+    if a is None and b is None and len(files) == 2:
+        a, b = files
+    elif files:
+        common += ["--config", files[0]] if len(files) == 1 else files
+    if a is None or b is None:
+        sys.stderr.write("error: give both sides: --a and --b, or two files\n")
+        raise typer.Exit(2)
+    try:
+        data = diff_mod.compare(diff_mod.load_side(a, common), diff_mod.load_side(b, common))
+    except KernelcfgError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(2) from None
+    code = 0 if data["same_hash"] else 1
+    if fmt is ListFormat.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        raise typer.Exit(code)
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(
+        f"A {data['a']['hash']}  ({data['a']['label']}, vLLM {data['a']['vllm_version']})"
+    )
+    console.print(
+        f"B {data['b']['hash']}  ({data['b']['label']}, vLLM {data['b']['vllm_version']})"
+    )
+    console.print(data["summary"])
+    if data["hashed_differences"]:
+        table = Table("hashed field", "A", "B", title="hash factors that differ")
+        for row in data["hashed_differences"]:
+            table.add_row(row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+        console.print(table)
+    for row in data["ir_op_priority_lists"]:
+        console.print(f"IR {row['op']}: A {row['a']}  B {row['b']}")
+    for row in data["ir_provider_files"]:
+        console.print(
+            f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases"
+        )
+    if data["not_hashed_differences"]:
+        table = Table(
+            "field (not hashed)", "A", "B", title="differ, but cannot explain a cache miss"
+        )
+        for row in data["not_hashed_differences"]:
+            table.add_row(row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+        console.print(table)
+    raise typer.Exit(code)
+
+
+class SchemaOf(StrEnum):
+    """What ``schema`` describes."""
+
+    kernel_config = "kernel-config"
+    config_file = "config-file"
+
+
+@app.command()
+def schema(
+    vllm_version: Annotated[
+        str | None,
+        typer.Option("--vllm-version", envvar="KERNELCFG_VLLM_VERSION", help="The release."),
+    ] = None,
+    of: Annotated[
+        SchemaOf, typer.Option("--of", help="What to describe.")
+    ] = SchemaOf.kernel_config,
+) -> None:
+    """Print a JSON Schema (draft 2020-12) for editors and check-jsonschema.
+
+    `--of kernel-config` (default): what `--kernel-config` takes. `--of config-file`: the
+    kernel-relevant keys of a `vllm serve --config` YAML file. Both are stricter than
+    vLLM: canonical names and true/false only.
+    """
+    import json
+
+    from kernelcfg import releases
+    from kernelcfg import schema as schema_mod
+    from kernelcfg.errors import KernelcfgError
+
+    try:
+        release = releases.load(vllm_version)
+    except KernelcfgError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(2) from None
+    build = (
+        schema_mod.kernel_config_schema
+        if of is SchemaOf.kernel_config
+        else schema_mod.config_file_schema
+    )
+    sys.stdout.write(json.dumps(build(release), indent=2) + "\n")
 
 
 def main() -> None:
