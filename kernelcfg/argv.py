@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -427,7 +427,7 @@ def _choice(release: Release, dest: str, flag: str, value: str) -> str:
     if dest == "all2all_backend" and value == release.constant("PASSTHROUGH_ALL2ALL_BACKEND"):
         extra = " ('passthrough' is bound automatically for MoE backends that dispatch themselves)"
     else:
-        elsewhere = _other_release(release, dest, normalised)
+        elsewhere = _elsewhere(release, repr(normalised), lambda r: normalised in r.choices(dest))
         if elsewhere:
             extra = f" ({elsewhere})"
     raise ArgumentError(
@@ -436,20 +436,6 @@ def _choice(release: Release, dest: str, flag: str, value: str) -> str:
         + extra,
         field=dest,
     )
-
-
-def _other_release(release: Release, dest: str, value: str) -> str | None:
-    """Which releases have a value this one lacks, when some do."""
-    from kernelcfg import releases
-
-    having = [
-        v
-        for v in releases.known_versions()
-        if v != release.version and value in releases.load(v).choices(dest)
-    ]
-    if not having:
-        return None
-    return f"{value!r} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
 
 
 def _int(flag: str, value: str) -> int:
@@ -512,19 +498,26 @@ def _crash(flag: str, exc: TypeError) -> ArgumentError:
     )
 
 
-def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> dict[str, Any]:
-    """vLLM validates every ``--kernel-config`` occurrence while parsing."""
+def _validated(flag: str, check: Callable[[], Any], explain: Callable[[Any], str]) -> Any:
+    """Run a pydantic-backed check; its refusal as one ``ArgumentError`` line."""
     try:
-        return values.validate_kernel(release, value)
+        return check()
     except TypeError as exc:
         raise _crash(flag, exc) from None
     except ValueError as exc:
         errors = _pydantic_errors(exc)
         if errors is None:
             raise
-        err = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        loc = ".".join(str(p) for p in errors[0]["loc"])
+        raise ArgumentError(f"argument {flag}: {explain(errors[0])}{more}", field=loc) from None
+
+
+def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> dict[str, Any]:
+    """vLLM validates every ``--kernel-config`` occurrence while parsing."""
+
+    def explain(err: Any) -> str:
         loc = ".".join(str(p) for p in err["loc"])
-        field_name = str(err["loc"][0]) if err["loc"] else None
         hint = ""
         if err["type"] == "unexpected_keyword_argument":
             known = [f.name for f in release.kernel_fields]
@@ -532,53 +525,53 @@ def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) 
             hint = f"; fields: {', '.join(known)}" + (
                 f" (did you mean {suggestion!r}?)" if suggestion else ""
             )
-            other = _field_elsewhere(release, loc)
+            other = _elsewhere(
+                release, repr(loc), lambda r: any(f.name == loc for f in r.kernel_fields)
+            )
             if other:
                 hint += f"; {other}"
-        elif err["type"] == "literal_error" and field_name:
-            facts = next((f for f in release.kernel_fields if f.name == field_name), None)
+        elif err["type"] == "literal_error" and err["loc"]:
+            facts = next((f for f in release.kernel_fields if f.name == err["loc"][0]), None)
             if facts is not None and facts.choices is not None:
                 suggestion = closest(str(err["input"]), release.choices(facts.choices))
                 if suggestion:
                     hint = f" (did you mean {suggestion!r}?)"
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ArgumentError(
-            f"argument {flag}: {loc}: {err['msg']}, got {err['input']!r}{hint}{more}",
-            field=f"kernel_config.{loc}",
-        ) from None
+        return f"{loc}: {err['msg']}, got {err['input']!r}{hint}"
+
+    result: dict[str, Any] = _validated(
+        flag, lambda: values.validate_kernel(release, value), explain
+    )
+    return result
 
 
-def _field_elsewhere(release: Release, name: str) -> str | None:
+def _elsewhere(release: Release, what: str, has: Callable[[Release], bool]) -> str | None:
+    """Which other releases have something this one lacks, said as a fix."""
     from kernelcfg import releases
 
-    having = [
-        v
-        for v in releases.known_versions()
-        if any(f.name == name for f in releases.load(v).kernel_fields)
-    ]
-    if not having or release.version in having:
+    if has(release):
         return None
-    return f"{name!r} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
+    having = [
+        v for v in releases.known_versions() if v != release.version and has(releases.load(v))
+    ]
+    if not having:
+        return None
+    return f"{what} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
 
 
 def _ir_priority(release: Release, value: dict[str, Any], flag: str) -> dict[str, list[str]]:
-    try:
-        return values.validate_ir(release, value)
-    except TypeError as exc:
-        raise _crash(flag, exc) from None
-    except ValueError as exc:
-        errors = _pydantic_errors(exc)
-        if errors is None:
-            raise
-        err = errors[0]
+    def explain(err: Any) -> str:
         loc = ".".join(str(p) for p in err["loc"])
-        hint = ""
-        if err["type"] == "unexpected_keyword_argument":
-            hint = f"; ops: {', '.join(release.ir_ops)}"
-        raise ArgumentError(
-            f"argument {flag}: {loc}: {err['msg'] or 'every entry must be a string'}{hint}",
-            field=f"ir_op_priority.{loc}",
-        ) from None
+        hint = (
+            f"; ops: {', '.join(release.ir_ops)}"
+            if err["type"] == "unexpected_keyword_argument"
+            else ""
+        )
+        return f"{loc}: {err['msg'] or 'every entry must be a string'}{hint}"
+
+    result: dict[str, list[str]] = _validated(
+        flag, lambda: values.validate_ir(release, value), explain
+    )
+    return result
 
 
 def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inputs) -> None:
@@ -690,7 +683,7 @@ def parse(
         name, eq, inline = arg.partition("=")
         matched = _match(name, table)
         if matched is None:
-            elsewhere = _flag_elsewhere(release, name)
+            elsewhere = _elsewhere(release, name, partial(_is_kernel_flag, name=name))
             if elsewhere:
                 raise ArgumentError(f"unrecognized option {name}: {elsewhere}", field=name)
             known_kernel = [o for o, spec in table.items() if spec.kernel]
@@ -747,20 +740,9 @@ def parse(
     return inputs, ctx
 
 
-def _flag_elsewhere(release: Release, name: str) -> str | None:
-    """Which releases know a kernel flag this one lacks."""
-    from kernelcfg import releases
-
-    having = [
-        v
-        for v in releases.known_versions()
-        if v != release.version
-        and (spec := _options(releases.load(v)).get(name)) is not None
-        and spec.kernel
-    ]
-    if not having:
-        return None
-    return f"{name} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
+def _is_kernel_flag(release: Release, *, name: str) -> bool:
+    spec = _options(release).get(name)
+    return spec is not None and spec.kernel
 
 
 def _split_serve(args: list[str]) -> tuple[list[str], list[str] | None]:

@@ -169,14 +169,19 @@ def _literal(values: tuple[str, ...]) -> Any:
     return Literal[values]
 
 
-def _build_ir_class(release: Release) -> type[IrOpPriorityBase]:
-    annotations: dict[str, Any] = {}
-    namespace: dict[str, Any] = {
+def _namespace(release: Release, name: str) -> dict[str, Any]:
+    """The class body every generated config class starts from."""
+    return {
         "__module__": __name__,
-        "__qualname__": "IrOpPriorityConfig",
-        "__doc__": release.rules.get("docs", {}).get("IrOpPriorityConfig", ""),
+        "__qualname__": name,
+        "__doc__": release.rules.get("docs", {}).get(name, ""),
         "release": release,
     }
+
+
+def _build_ir_class(release: Release) -> type[IrOpPriorityBase]:
+    annotations: dict[str, Any] = {}
+    namespace = _namespace(release, "IrOpPriorityConfig")
     ir_docs = release.rules.get("docs", {}).get("ir_ops", {})
     for op in release.ir_ops:
         annotations[op] = list[str]
@@ -206,12 +211,7 @@ def _field_spec(
 
 def _build_kernel_class(release: Release, ir_cls: type[IrOpPriorityBase]) -> type[KernelConfigBase]:
     annotations: dict[str, Any] = {}
-    namespace: dict[str, Any] = {
-        "__module__": __name__,
-        "__qualname__": "KernelConfig",
-        "__doc__": release.rules.get("docs", {}).get("KernelConfig", ""),
-        "release": release,
-    }
+    namespace = _namespace(release, "KernelConfig")
     for facts in release.kernel_fields:
         annotations[facts.name], namespace[facts.name] = _field_spec(release, facts, ir_cls)
     namespace["__annotations__"] = annotations
