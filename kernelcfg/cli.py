@@ -445,6 +445,75 @@ def diff(
     raise typer.Exit(code)
 
 
+class ReportFormat(StrEnum):
+    """Output formats of the checking commands."""
+
+    table = "table"
+    json = "json"
+    github = "github"
+    junit = "junit"
+    sarif = "sarif"
+
+
+@app.command("lint-env")
+def lint_env(
+    env_file: Annotated[
+        str | None,
+        typer.Option("--env-file", help="Read KEY=VALUE lines from FILE instead of this shell."),
+    ] = None,
+    vllm_version: Annotated[
+        str | None,
+        typer.Option("--vllm-version", envvar="KERNELCFG_VLLM_VERSION", help="The release."),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
+        ReportFormat.table
+    ),
+) -> None:
+    """Check VLLM_* variables against a vLLM release: typos, removed ones and their flags.
+
+    Reports variables the release does not know (typos, removed ones), removed
+    variables that a flag replaced (VLLM_USE_FLASHINFER_MOE_FP8 -> --moe-backend ...),
+    and what the variables that steer kernel resolution change. Exit 1 when a variable
+    vLLM would ignore is set, 0 otherwise, 2 for unusable input.
+    """
+    import json
+    import os
+
+    from kernelcfg import lint_env as lint_mod
+    from kernelcfg import releases
+    from kernelcfg.errors import KernelcfgError
+
+    try:
+        release = releases.load(vllm_version)
+        environ = lint_mod.read_env_file(env_file) if env_file else dict(os.environ)
+    except KernelcfgError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(2) from None
+    findings = lint_mod.lint(environ, release)
+    code = 1 if any(f.severity == "warning" for f in findings) else 0
+    if fmt is ReportFormat.json:
+        data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+        from kernelcfg.reports import Entry
+
+        entries = [
+            Entry(f.variable, 1 if f.severity == "warning" else 0, [f.as_dict()], f.value)
+            for f in findings
+        ]
+        _write_report(fmt, entries)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("variable", "value", "finding", title=f"vLLM {release.version}")
+        for f in findings:
+            style = "yellow" if f.severity == "warning" else "dim"
+            table.add_row(f.variable, f.value, f.message, style=style)
+        Console().print(table if findings else "no kernel-relevant variables set")
+    raise typer.Exit(code)
+
+
 class SchemaOf(StrEnum):
     """What ``schema`` describes."""
 

@@ -1,0 +1,165 @@
+"""What each environment variable means for a deployment on a chosen vLLM release.
+
+vLLM only warns about ``VLLM_*`` variables it does not know (or fails with
+``--fail-on-environ-validation``); lint-env says, per variable: a typo or a variable
+this release does not have, a removed variable and the flag that replaced it, or what
+a variable that steers kernel resolution changes here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kernelcfg import releases
+from kernelcfg.errors import ArgumentError, closest
+from kernelcfg.platforms import env_flag
+
+__all__ = ["Finding", "lint", "read_env_file"]
+
+_HISTORY = Path(__file__).resolve().parent / "releases" / "env-history.json"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one variable means."""
+
+    variable: str
+    """The variable's name."""
+    value: str
+    """Its value."""
+    severity: str
+    """``warning`` (vLLM ignores it) or ``info`` (it changes something)."""
+    code: str
+    """``unknown-variable``, ``removed-variable``, ``changes-resolution`` or ``steers-kernels``."""
+    message: str
+    """One line: what it is and what to do."""
+    use_instead: tuple[str, ...] = ()
+    """The flags that replace a removed variable, when the value says which."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (a problem, plus the variable and its replacement)."""
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "field": self.variable,
+            "message": self.message,
+            "value": self.value,
+            "use_instead": list(self.use_instead),
+        }
+
+
+@cache
+def _history() -> dict[str, Any]:
+    with _HISTORY.open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines as ``docker --env-file`` reads them (``#`` comments, blanks)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ArgumentError(f"--env-file: cannot read {path!r} ({exc.strerror})") from None
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep or not key.strip():
+            raise ArgumentError(f"--env-file {path}:{number}: expected KEY=VALUE, got {line!r}")
+        out[key.strip()] = value
+    return out
+
+
+def _replacement(spec: dict[str, Any], value: str, environ: Mapping[str, str]) -> tuple[str, ...]:
+    by_value = spec.get("by_value", {})
+    if value in by_value:
+        return tuple(by_value[value])
+    if "same_value" in spec and value:
+        return (spec["same_value"], value)
+    if "on" in spec and value.strip().lower() in ("1", "true"):
+        chooser = spec.get("on_with_backend")
+        if chooser and environ.get(chooser) in _history()["removed"][chooser]["by_value"]:
+            return tuple(_history()["removed"][chooser]["by_value"][environ[chooser]])
+        return tuple(spec["on"])
+    return ()
+
+
+def _removed(
+    name: str, value: str, spec: dict[str, Any], environ: Mapping[str, str], version: str
+) -> Finding:
+    flags = _replacement(spec, value, environ)
+    if flags:
+        advice = f"use {' '.join(flags)} instead"
+        if spec.get("on_note"):
+            advice += f" ({spec['on_note']})"
+    elif value.strip().lower() in ("0", "false") and spec.get("off_note"):
+        advice = spec["off_note"]
+    else:
+        advice = f"use {spec['flag']} instead"
+    if spec.get("note"):
+        advice += f"; {spec['note']}"
+    return Finding(
+        name,
+        value,
+        "warning",
+        "removed-variable",
+        f"{name} ({spec['meaning']}) was removed in vLLM {spec['removed_in']}; vLLM "
+        f"{version} ignores it (it only logs 'Unknown vLLM environment variable'): {advice}",
+        flags,
+    )
+
+
+def _unknown(name: str, value: str, release: releases.Release) -> Finding:
+    hint = closest(name, release.envs)
+    elsewhere = [v for v in releases.known_versions() if name in releases.load(v).envs]
+    message = f"{name} is not a variable vLLM {release.version} knows; it is ignored"
+    if elsewhere:
+        message += f" (vLLM {', '.join(elsewhere)} has it)"
+    if hint:
+        message += f"; did you mean {hint!r}?"
+    return Finding(name, value, "warning", "unknown-variable", message)
+
+
+def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
+    """Findings for the kernel-relevant variables of ``environ`` under ``release``."""
+    history = _history()
+    resolution: dict[str, str] = history["resolution"]
+    findings: list[Finding] = []
+    for name in sorted(environ):
+        value = environ[name]
+        if name in resolution and (name in release.envs or not name.startswith("VLLM_")):
+            effect = resolution[name]
+            if name in release.rules.get("env_flags", {}):
+                state = "on" if env_flag(release, name, environ) else "off"
+                effect = f"reads as {state}; {effect}"
+            findings.append(
+                Finding(name, value, "info", "changes-resolution", f"{name}={value}: {effect}")
+            )
+        elif not name.startswith("VLLM_"):
+            continue
+        elif name in release.envs:
+            if name in history["steering"]:
+                findings.append(
+                    Finding(
+                        name,
+                        value,
+                        "info",
+                        "steers-kernels",
+                        f"{name}={value}: {history['steering'][name]}",
+                    )
+                )
+        elif name in history["removed"]:
+            findings.append(
+                _removed(name, value, history["removed"][name], environ, release.version)
+            )
+        else:
+            findings.append(_unknown(name, value, release))
+    return findings
