@@ -53,8 +53,21 @@ def as_data(
         "problems": [p.as_dict() for p in problems],
     }
     if sources:
-        data["sources"] = result.sources
+        data["sources"] = all_sources(result)
     return data
+
+
+def all_sources(result: Resolution) -> dict[str, str]:
+    """Where every resolved value came from; ``default`` where nothing set it."""
+    names: list[str] = []
+    for name, value in (result.kernel_config or {}).items():
+        if name == "ir_op_priority":
+            names += [f"ir_op_priority.{op}" for op in value]
+        else:
+            names.append(name)
+    names += [f"compilation.{k}" for k in result.compilation]
+    names += list(result.parallel)
+    return {name: result.sources.get(name, "default") for name in names}
 
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
