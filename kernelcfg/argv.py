@@ -59,6 +59,8 @@ class ContextOptions:
     """``--architecture`` (repeatable)."""
     env: dict[str, str] = field(default_factory=dict)
     """``--env KEY=VALUE`` (repeatable)."""
+    quant_scheme: str | None = None
+    """``--quant-scheme``: the model's quantisation scheme."""
 
 
 CONTEXT_OPTIONS = {
@@ -69,6 +71,7 @@ CONTEXT_OPTIONS = {
     "--vllm-version": "vllm_version",
     "--architecture": "architectures",
     "--env": "env",
+    "--quant-scheme": "quant_scheme",
 }
 """kernelcfg's context options, by option string, to the ContextOptions field."""
 
@@ -803,6 +806,17 @@ def _apply(
             if not sep or not key:
                 raise ArgumentError(f"--env: expected KEY=VALUE, got {value!r}", field="env")
             ctx.env[key] = val
+        elif dest == "quant_scheme":
+            from kernelcfg.constraints import SCHEMES
+
+            if value not in SCHEMES:
+                hint = closest(value, SCHEMES)
+                raise ArgumentError(
+                    f"--quant-scheme: unknown scheme {value!r}; allowed: {', '.join(SCHEMES)}"
+                    + (f" (did you mean {hint!r}?)" if hint else ""),
+                    field="quant_scheme",
+                )
+            ctx.quant_scheme = value
         else:
             setattr(ctx, dest, value)
         return
@@ -857,6 +871,12 @@ def _read_model_config(inputs: Inputs, hf_config_path: str | None) -> None:
                 method = quant.get("quant_method")
                 if isinstance(method, str):
                     inputs.quantization = method
+            if inputs.quant_scheme is None and (isinstance(quant, dict) or not inputs.quantization):
+                from kernelcfg.constraints import scheme_from_model
+
+                inputs.quant_scheme = scheme_from_model(quant if isinstance(quant, dict) else None)
+                if inputs.quant_scheme:
+                    inputs.sources["quant_scheme"] = str(config_file)
             return
         if candidate is inputs.model and not path.exists():
             inputs.notes.append(

@@ -66,6 +66,8 @@ class Inputs:
     """The model's architectures, when known (flag or local ``config.json``)."""
     quantization: str | None = None
     """``--quantization``/``-q``, or the local ``config.json``'s quantisation method."""
+    quant_scheme: str | None = None
+    """The quantisation scheme (``--quant-scheme``, or mapped where certain)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables the engine would see (``--env`` over the process's)."""
     sources: dict[str, str] = field(default_factory=dict)

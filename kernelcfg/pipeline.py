@@ -13,11 +13,12 @@ from typing import Any
 from kernelcfg import argv as argv_mod
 from kernelcfg import releases
 from kernelcfg.errors import KernelcfgError
+from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target, resolve_target
 from kernelcfg.problems import Problem
 from kernelcfg.resolve import Resolution, resolve
 
-__all__ = ["Failure", "Request", "batch", "engine_env", "resolve_args"]
+__all__ = ["Failure", "Request", "batch", "engine_env", "prepare", "resolve_args"]
 
 ENV_PREFIXES = ("VLLM_",)
 ENV_NAMES = ("TORCH_COMPILE_DISABLE",)
@@ -70,50 +71,81 @@ class Failure:
     """The target, when it was known."""
 
 
-def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
-    """Resolve one command line of vLLM flags under ``request``'s context."""
+def prepare(
+    args: Sequence[str], request: Request | None = None
+) -> tuple[releases.Release, Target, Inputs]:
+    """Choose the release and the target and read the flags; raises on unusable input."""
     req = request or Request()
     environ = os.environ if req.environ is None else req.environ
-    release: releases.Release | None = None
-    target: Target | None = None
+    version = (
+        argv_mod.split_version(args) or req.vllm_version or environ.get("KERNELCFG_VLLM_VERSION")
+    )
+    release = releases.load(version)
+    base = argv_mod.ContextOptions(
+        device=req.device,
+        platform=req.platform,
+        capability=req.capability,
+        gfx_arch=req.gfx_arch,
+        vllm_version=version,
+        architectures=list(req.architectures),
+        env=dict(req.env),
+    )
+    env = req.engine_env()
+    inputs, line = argv_mod.parse(args, release, env=env, context=argv_mod.ContextOptions())
+    env.update(base.env)
+    env.update(line.env)
+    inputs.env = env
+    scheme = line.quant_scheme or base.quant_scheme
+    if scheme:
+        inputs.quant_scheme = scheme
+        inputs.sources["quant_scheme"] = "flag"
+    archs = line.architectures or base.architectures
+    if archs:
+        inputs.architectures = archs
+        inputs.sources["architectures"] = "flag"
+    explicit = any((line.device, line.platform, line.capability, line.gfx_arch))
+    ctx = line if explicit else base
+    target = resolve_target(
+        device=ctx.device,
+        kind=ctx.platform,
+        capability=ctx.capability,
+        gfx_arch=ctx.gfx_arch,
+        environ=environ,
+    )
+    return release, target, inputs
+
+
+def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
+    """Resolve one command line of vLLM flags under ``request``'s context."""
     try:
-        version = (
-            argv_mod.split_version(args)
-            or req.vllm_version
-            or environ.get("KERNELCFG_VLLM_VERSION")
-        )
-        release = releases.load(version)
-        base = argv_mod.ContextOptions(
+        release, target, inputs = prepare(args, request)
+    except KernelcfgError as exc:
+        return Failure(Problem.from_error(exc), *_known_context(args, request or Request()))
+    return resolve(inputs, target, release)
+
+
+def _known_context(
+    args: Sequence[str], req: Request
+) -> tuple[releases.Release | None, Target | None]:
+    """The release and target of a line that could not be read, as far as they are known."""
+    environ = os.environ if req.environ is None else req.environ
+    try:
+        version = argv_mod.split_version(args) or req.vllm_version
+        release = releases.load(version or environ.get("KERNELCFG_VLLM_VERSION"))
+    except KernelcfgError:
+        return None, None
+    try:
+        target = resolve_target(
             device=req.device,
-            platform=req.platform,
+            kind=req.platform,
             capability=req.capability,
             gfx_arch=req.gfx_arch,
-            vllm_version=version,
-            architectures=list(req.architectures),
-            env=dict(req.env),
-        )
-        line = argv_mod.ContextOptions()
-        env = req.engine_env()
-        inputs, line = argv_mod.parse(args, release, env=env, context=line)
-        env.update(base.env)
-        env.update(line.env)
-        inputs.env = env
-        archs = line.architectures or base.architectures
-        if archs:
-            inputs.architectures = archs
-            inputs.sources["architectures"] = "flag"
-        explicit = any((line.device, line.platform, line.capability, line.gfx_arch))
-        ctx = line if explicit else base
-        target = resolve_target(
-            device=ctx.device,
-            kind=ctx.platform,
-            capability=ctx.capability,
-            gfx_arch=ctx.gfx_arch,
             environ=environ,
+            allow_detection=False,
         )
-    except KernelcfgError as exc:
-        return Failure(Problem.from_error(exc), release, target)
-    return resolve(inputs, target, release)
+    except KernelcfgError:
+        return release, None
+    return release, (None if target.source == "fallback" else target)
 
 
 def _line_args(raw: str) -> tuple[Any, list[str]]:

@@ -284,6 +284,65 @@ def _platform_defaults(
         result.sources[key] = "flag + platform default" if given else "platform default"
 
 
+_SEVERITY = {
+    "cannot-run": "error",
+    "falls-back": "warning",
+    "depends": "warning",
+    "no-effect": "info",
+}
+
+
+def _constraints(
+    release: Release, inputs: Inputs, config: dict[str, Any], all2all: str, result: Resolution
+) -> None:
+    """Step 6 (kernelcfg's own): can the chosen backends run on the target?"""
+    from kernelcfg import constraints
+
+    values = [
+        (name, config.get(name))
+        for name in constraints.FIELDS
+        if config.get(name) not in (None, "auto")
+    ]
+    per_quant = config.get("linear_backend_per_quant") or {}
+    if not values and not per_quant:
+        return
+    scheme = inputs.quant_scheme or constraints.scheme_from_quantization(inputs.quantization)
+    ctx = constraints.Context(
+        result.target,
+        release.version,
+        scheme,
+        inputs.env,
+        tuple(inputs.architectures) if inputs.architectures is not None else None,
+        inputs.enable_expert_parallel,
+        all2all,
+    )
+    verdicts = [constraints.check(name, str(value), ctx) for name, value in values]
+    keys = constraints.per_quant_keys(release.version)
+    for key, value in per_quant.items():
+        if key not in keys:
+            result.problems.append(
+                Problem(
+                    "warning",
+                    "per-quant-key-unknown",
+                    f"linear_backend_per_quant.{key}",
+                    f"linear_backend_per_quant key {key!r} is never looked up by vLLM "
+                    f"{release.version} (silently ignored); keys: {', '.join(keys)}",
+                )
+            )
+            continue
+        if value == "auto" or (scheme is not None and scheme not in keys[key]):
+            continue
+        verdict = constraints.check("linear_backend_per_quant", value, ctx, schemes=keys[key])
+        verdicts.append(verdict)
+    for verdict in verdicts:
+        severity = _SEVERITY.get(verdict.status)
+        if severity is None:
+            continue
+        code = f"backend-{verdict.status}"
+        message = f"{verdict.field}={verdict.value!r}: {verdict.reason}"
+        result.problems.append(Problem(severity, code, verdict.field, message))  # type: ignore[arg-type]
+
+
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
     result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
@@ -303,6 +362,8 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
             config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
             result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
     _late_compilation(release, comp, inputs, breakable, result)
+    if config is not None:
+        _constraints(release, inputs, config, ctx.all2all_backend, result)
 
     result.compilation = {
         "mode": comp.mode,

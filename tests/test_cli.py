@@ -220,6 +220,9 @@ def test_local_model_folder_gives_architectures(tmp_path: Path) -> None:
         "DeepseekV4ForCausalLM",
         "--env",
         "VLLM_USE_BREAKABLE_CUDAGRAPH=0",
+        "--quant-scheme",
+        "mxfp4",
+        "-ep",
     )
     assert with_arch.exit_code == 0, with_arch.stderr
     assert with_arch.json()["parallel_config"]["all2all_backend"] == "passthrough"

@@ -105,7 +105,10 @@ def test_vector_through_batch(
         assert got["exit_code"] == 1, argv
         assert any(p["message"] == case["error"]["message"] for p in got["problems"])
         return
-    assert got["exit_code"] == 0, (argv, got["problems"])
+    # vLLM accepts it; kernelcfg's platform constraints may still refuse the backend here
+    errors = [p for p in got["problems"] if p["severity"] == "error"]
+    assert all(p["code"] == "backend-cannot-run" for p in errors), (argv, errors)
+    assert got["exit_code"] == (1 if errors else 0), (argv, got["problems"])
     assert got["kernel_config"]["ir_op_priority"] == case["ir_after_1"]
     assert got["parallel_config"]["all2all_backend"] == case["all2all_after_1"]
     assert got["hash"] == case["hash_after"]

@@ -1,0 +1,480 @@
+"""Can a backend value run on the target? The catalogue, and verdicts with reasons.
+
+vLLM accepts ``--moe-backend flashinfer_trtllm`` on an MI300X at parse time and fails
+minutes later, at model load. The catalogue (``releases/constraints.json``) records
+what each value needs — platform, compute capability or gfx architecture, the
+quantisation schemes it serves, expert parallelism, architectures, environment —
+and how vLLM reacts when it cannot honour an explicit value: MoE and sparse top-k
+values raise; a linear backend with no kernel for a layer type on the platform is
+ignored with a warning, one whose kernel cannot run raises. A certain failure is an
+error; anything that depends on what cannot be known offline is a warning that names
+the unknown.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Mapping, Sequence
+import dataclasses
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from kernelcfg.platforms import Target
+
+__all__ = [
+    "FIELDS",
+    "SCHEMES",
+    "Verdict",
+    "catalogue",
+    "check",
+    "per_quant_keys",
+    "scheme_from_model",
+    "scheme_from_quantization",
+]
+
+_FILE = Path(__file__).resolve().parent / "releases" / "constraints.json"
+FIELDS = ("moe_backend", "linear_backend", "sparse_indexer_topk_backend")
+"""The backend fields the catalogue covers (``linear_backend_per_quant`` uses linear's)."""
+
+Status = Literal["runs", "cannot-run", "falls-back", "depends", "no-effect"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether one value can run on one target, and why."""
+
+    field: str
+    """The field (``moe_backend``, ...)."""
+    value: str
+    """The value judged."""
+    status: Status
+    """``runs``, ``cannot-run`` (vLLM refuses), ``falls-back`` (vLLM ignores it with a
+    warning), ``depends`` (on something unknown), ``no-effect`` (nothing reads it)."""
+    reason: str
+    """One line that names the requirement and what the target has."""
+    unknowns: tuple[str, ...] = ()
+    """What could not be checked offline."""
+    source: str = ""
+    """Where in vLLM the rule comes from."""
+    notes: tuple[str, ...] = ()
+    """Other facts worth knowing (shipped libraries, limits)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "field": self.field,
+            "value": self.value,
+            "verdict": self.status,
+            "reason": self.reason,
+            "unknowns": list(self.unknowns),
+            "source": self.source,
+        }
+
+
+@cache
+def catalogue() -> dict[str, Any]:
+    """The whole constraint catalogue."""
+    with _FILE.open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+SCHEMES: tuple[str, ...] = tuple(catalogue()["schemes"])
+"""The quantisation schemes kernelcfg names."""
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def _applies(span: str, version: str) -> bool:
+    low, _, high = span.partition("..")
+    return _key(low) <= _key(version) <= _key(high or low)
+
+
+def _merged(rule: Mapping[str, Any], version: str) -> dict[str, Any]:
+    out = {k: v for k, v in rule.items() if k != "versions"}
+    for span, override in rule.get("versions", {}).items():
+        if _applies(span, version):
+            out.update(override)
+    return out
+
+
+def per_quant_keys(version: str) -> dict[str, list[str]]:
+    """The ``linear_backend_per_quant`` keys vLLM looks up in ``version``, to schemes."""
+    data = catalogue()
+    since: dict[str, str] = data["per_quant_keys_since"]
+    return {
+        key: schemes
+        for key, schemes in data["per_quant_keys"].items()
+        if key not in since or _key(version) >= _key(since[key])
+    }
+
+
+def scheme_from_quantization(method: str | None) -> str | None:
+    """The scheme a ``--quantization`` method means, where the method alone says so."""
+    if method is None:
+        return None
+    found: str | None = catalogue()["quantization_methods"].get(method)
+    return found
+
+
+def scheme_from_model(quant_config: Mapping[str, Any] | None) -> str | None:
+    """The scheme of a ``config.json``'s ``quantization_config``, where it is certain."""
+    if not quant_config:
+        return "unquantized"
+    method = str(quant_config.get("quant_method", "")).lower()
+    if method == "fp8":
+        return "fp8_block" if quant_config.get("weight_block_size") else "fp8_tensor"
+    if method in ("modelopt", "modelopt_fp4"):
+        algo = str(quant_config.get("quant_algo", "")).upper()
+        return {
+            "FP8": "fp8_tensor",
+            "FP8_PER_CHANNEL_PER_TOKEN": "fp8_channel",
+            "FP8_PB_WO": "fp8_block",
+            "MXFP8": "mxfp8",
+            "W4A16_NVFP4": "nvfp4_w4a16",
+        }.get(algo)
+    if method in ("gptq", "auto_gptq", "gptq_marlin"):
+        return "int4_w4a16" if quant_config.get("bits") == 4 else None
+    return scheme_from_quantization(method)
+
+
+def _cap_holds(condition: str, target: Target) -> bool | None:
+    """Whether ``target`` meets a capability condition; ``None`` when unknown."""
+    have = target.capability_int
+    if have is None:
+        return None
+    for term in condition.split("|"):
+        if term.startswith("family:"):
+            if have // 10 == int(term[7:]) // 10:
+                return True
+        elif term.startswith(">="):
+            if have >= _cap(term[2:]):
+                return True
+        elif term.startswith("=="):
+            if have == _cap(term[2:]):
+                return True
+        elif ".." in term:
+            low, high = term.split("..<")
+            if _cap(low) <= have < _cap(high):
+                return True
+    return False
+
+
+def _cap(text: str) -> int:
+    major, _, minor = text.partition(".")
+    return int(major) * 10 + int(minor or 0)
+
+
+def _describe_cap(condition: str) -> str:
+    words = []
+    for term in condition.split("|"):
+        if term.startswith("family:"):
+            words.append(f"an SM{int(term[7:]) // 10}x GPU")
+        elif term.startswith(">="):
+            words.append(f"compute capability {term[2:]} or newer")
+        elif term.startswith("=="):
+            words.append(f"SM{term[2:].replace('.', '')}")
+        else:
+            low, high = term.split("..<")
+            words.append(f"compute capability from {low} up to (not incl.) {high}")
+    return " or ".join(words)
+
+
+def _target_text(target: Target) -> str:
+    """``NVIDIA H100 80GB HBM3 is SM90``: what a failure compares against."""
+    if target.kind == "cuda":
+        return f"{target.device} is SM{(target.capability or '?').replace('.', '')}"
+    if target.kind == "rocm":
+        return f"{target.device} is {target.gfx_arch}"
+    return f"the target is {target.kind}"
+
+
+def _target_label(target: Target) -> str:
+    """``NVIDIA B200 (SM100)``."""
+    if target.kind == "cuda":
+        return f"{target.device} (SM{(target.capability or '?').replace('.', '')})"
+    if target.kind == "rocm":
+        return f"{target.device} ({target.gfx_arch})"
+    return target.device
+
+
+@dataclass
+class _Outcome:
+    ok: bool
+    reason: str = ""
+    platform: bool = False
+    unknown: str | None = None
+
+
+def _device(rule: Mapping[str, Any], value: str, target: Target) -> _Outcome:
+    """Platform, capability and gfx checks of one (merged) rule."""
+    platforms = rule.get("platforms")
+    if platforms is not None and target.kind not in platforms:
+        return _Outcome(
+            False,
+            f"'{value}' runs on {', '.join(platforms)}; {_target_text(target)}",
+            platform=True,
+        )
+    cond = rule.get("cap")
+    if cond and target.kind == "cuda":
+        holds = _cap_holds(cond, target)
+        if holds is None:
+            return _Outcome(True, unknown="the compute capability")
+        if not holds:
+            return _Outcome(False, f"'{value}' needs {_describe_cap(cond)}; {_target_text(target)}")
+    gfx = rule.get("gfx")
+    if gfx and target.kind == "rocm":
+        arch = target.gfx_arch
+        if arch is None:
+            return _Outcome(True, unknown="the gfx architecture")
+        if not any(fnmatch.fnmatch(arch, pattern) for pattern in gfx):
+            return _Outcome(False, f"'{value}' needs {', '.join(gfx)}; {_target_text(target)}")
+    return _Outcome(True)
+
+
+def _scheme_rule(rule: Mapping[str, Any], scheme: str, version: str) -> dict[str, Any]:
+    base = {k: v for k, v in rule.items() if k not in ("per_scheme", "schemes")}
+    return {**base, **_merged(rule.get("per_scheme", {}).get(scheme, {}), version)}
+
+
+def _env_on(env: Mapping[str, str], name: str, wanted: str) -> bool:
+    return env.get(name, "").strip().lower() in ({wanted, "true"} if wanted == "1" else {wanted})
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a verdict looks at besides the value."""
+
+    target: Target
+    """The platform."""
+    version: str
+    """The vLLM release."""
+    scheme: str | None = None
+    """The quantisation scheme, when known."""
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The engine's environment."""
+    architectures: tuple[str, ...] | None = None
+    """The model's architectures, when known."""
+    expert_parallel: bool = False
+    """Whether ``--enable-expert-parallel`` is on."""
+    all2all_backend: str | None = None
+    """The all2all backend, when it matters."""
+
+
+def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | None, list[str]]:
+    """Requirements beyond the device: a certain failure, and unknowns."""
+    unknowns = list(rule.get("needs", []))
+    for name, bad in rule.get("env_off", {}).items():
+        if ctx.env.get(name) == bad:
+            return f"'{value}' is off while {name}={bad}", unknowns
+    ep = rule.get("expert_parallel")
+    if ep == "required" and not ctx.expert_parallel:
+        return f"'{value}' needs expert parallelism (--enable-expert-parallel)", unknowns
+    if ep == "forbidden" and ctx.expert_parallel:
+        return (
+            f"'{value}' runs without expert parallelism only; drop --enable-expert-parallel",
+            unknowns,
+        )
+    archs = rule.get("architectures")
+    if archs:
+        if ctx.architectures is None:
+            unknowns.append(f"the model's architecture ({', '.join(archs)} only)")
+        elif not set(ctx.architectures) & set(archs):
+            return (
+                f"'{value}' is for {', '.join(archs)}; the model is {', '.join(ctx.architectures)}"
+            ), unknowns
+    wanted_a2a = rule.get("all2all")
+    if wanted_a2a and ctx.all2all_backend not in wanted_a2a:
+        return f"'{value}' needs --all2all-backend {' or '.join(wanted_a2a)}", unknowns
+    if not rule.get("no_env"):
+        for name, wanted in rule.get("env", {}).items():
+            if not _env_on(ctx.env, name, wanted):
+                unknowns.append(f"{name}={wanted} in the deployment's environment (not set here)")
+    if rule.get("runtime"):
+        unknowns.append("the library's own device check, made at run time")
+    return None, unknowns
+
+
+def _field_rules(field_name: str) -> dict[str, Any]:
+    found: dict[str, Any] = catalogue()["fields"][
+        "linear_backend" if field_name == "linear_backend_per_quant" else field_name
+    ]
+    return found
+
+
+def _no_effect(field_name: str, value: str, ctx: Context) -> Verdict | None:
+    table = _field_rules(field_name)
+    users = table.get("architectures")
+    if not users or ctx.architectures is None:
+        return None
+    if not set(ctx.architectures) & set(users):
+        return Verdict(
+            field_name,
+            value,
+            "no-effect",
+            f"'{value}' only matters for models with a DSA sparse indexer; "
+            f"{', '.join(ctx.architectures)} has none",
+        )
+    ignored = table.get("rocm_ignored_architectures", [])
+    if ctx.target.kind == "rocm" and set(ctx.architectures) <= set(ignored):
+        return Verdict(
+            field_name,
+            value,
+            "no-effect",
+            f"on ROCm, {', '.join(ctx.architectures)} chooses its top-k kernel "
+            f"itself and never reads '{value}'",
+        )
+    return None
+
+
+def check(
+    field_name: str, value: str, ctx: Context, *, schemes: Sequence[str] | None = None
+) -> Verdict:
+    """The verdict on ``field_name=value`` in ``ctx``.
+
+    ``schemes`` narrows the candidate schemes (a ``linear_backend_per_quant`` key);
+    otherwise the context's scheme, or every scheme the value serves.
+    """
+    table = _field_rules(field_name)
+    raw = table["values"].get(value)
+    if value == "auto":
+        return Verdict(
+            field_name, value, "runs", "automatic selection", source=(raw or {}).get("source", "")
+        )
+    if raw is None:
+        return Verdict(
+            field_name,
+            value,
+            "depends",
+            f"kernelcfg has no constraint data for '{value}'",
+            unknowns=("the value's requirements",),
+        )
+    rule = _merged(raw, ctx.version)
+    source = rule.get("source", "")
+    muted = _no_effect(field_name, value, ctx)
+    if muted is not None:
+        return muted
+    linear = field_name in ("linear_backend", "linear_backend_per_quant")
+    served: list[str] | None = rule.get("schemes")
+    if schemes is not None:
+        candidates = list(schemes)
+    elif ctx.scheme is not None:
+        candidates = [ctx.scheme]
+    else:
+        candidates = list(served) if served else [""]
+    unknowns: list[str] = []
+    if schemes is None and ctx.scheme is None and served:
+        unknowns.append(
+            f"the model's quantisation ('{value}' serves {', '.join(served)}; "
+            "give --quant-scheme or --quantization)"
+        )
+
+    runs: list[str] = []
+    failures: list[tuple[str, _Outcome]] = []
+    fallback: list[str] = []
+    for scheme in candidates:
+        if served is not None and scheme and scheme not in served:
+            failures.append(
+                (
+                    scheme,
+                    _Outcome(
+                        False,
+                        f"'{value}' serves {', '.join(served)}; not {scheme}",
+                        platform=linear,
+                    ),
+                )
+            )
+            continue
+        merged = _scheme_rule(rule, scheme, ctx.version) if scheme else rule
+        if merged.get("absent"):
+            failures.append(
+                (
+                    scheme,
+                    _Outcome(
+                        False,
+                        f"'{value}' has no {scheme} kernel in vLLM {ctx.version}",
+                        platform=linear,
+                    ),
+                )
+            )
+            continue
+        if merged.get("fallback"):
+            fallback.append(scheme)
+            continue
+        if merged.get("refused"):
+            failures.append((scheme, _Outcome(False, f"'{value}' is refused for {scheme} layers")))
+            continue
+        outcome = _device(merged, value, ctx.target)
+        if outcome.unknown:
+            unknowns.append(outcome.unknown)
+        if not outcome.ok:
+            failures.append((scheme, outcome))
+            continue
+        failed, extra = _extra(merged if len(candidates) == 1 else rule, value, ctx)
+        if failed:
+            failures.append((scheme, _Outcome(False, failed)))
+            continue
+        unknowns.extend(extra)
+        runs.append(scheme)
+    notes = tuple(
+        f"uses {s} (shipped with vLLM builds for the platform)" for s in rule.get("ships", [])
+    )
+    if rule.get("note"):
+        notes += (rule["note"],)
+    unknowns = list(dict.fromkeys(unknowns))
+    if not runs and not fallback:
+        first = failures[0][1]
+        if linear and all(o.platform for _, o in failures):
+            return Verdict(
+                field_name,
+                value,
+                "falls-back",
+                f"{first.reason}: vLLM warns and chooses automatically",
+                source=source,
+                notes=notes,
+            )
+        return Verdict(field_name, value, "cannot-run", first.reason, source=source, notes=notes)
+    if failures:
+        names = ", ".join(s for s in runs + fallback if s)
+        failed = "; ".join(o.reason for _, o in failures[:2])
+        return Verdict(
+            field_name,
+            value,
+            "depends",
+            f"runs for {names or 'some layers'}, not everywhere: {failed}",
+            tuple(unknowns),
+            source,
+            notes,
+        )
+    if unknowns:
+        return Verdict(
+            field_name,
+            value,
+            "depends",
+            f"'{value}' fits {_target_label(ctx.target)}; it still needs " + "; ".join(unknowns),
+            tuple(unknowns),
+            source,
+            notes,
+        )
+    if fallback and not runs:
+        return Verdict(
+            field_name,
+            value,
+            "falls-back",
+            f"'{value}' is ignored for {', '.join(fallback)} layers; vLLM chooses automatically",
+            source=source,
+            notes=notes,
+        )
+    return Verdict(
+        field_name,
+        value,
+        "runs",
+        f"'{value}' fits {_target_label(ctx.target)}",
+        source=source,
+        notes=notes,
+    )
