@@ -13,10 +13,10 @@ the unknown.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 from collections.abc import Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
