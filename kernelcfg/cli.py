@@ -514,6 +514,145 @@ def lint_env(
     raise typer.Exit(code)
 
 
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg backends --device b200 --quantization fp8\n\n"
+        "  kernelcfg backends --device mi355x --quant-scheme mxfp4 --env VLLM_ROCM_USE_AITER=1\n\n"
+        "  kernelcfg backends --device rtx-pro-6000 --vllm-version 0.32 --format json"
+    ),
+)
+def backends(
+    flags: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The target and context: --device, --platform, --capability, --gfx-arch, "
+            "--vllm-version, --quant-scheme, --quantization, --architecture, --env, -ep.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """Every backend value and whether it can run on the target: runs, cannot run, depends.
+
+    The matrix CI users ask for: each value of --moe-backend, --linear-backend and
+    --sparse-indexer-topk-backend with its verdict and the reason, for the release and
+    target given. Without a quantisation scheme, only what fails for every scheme is
+    "cannot run".
+    """
+    import json
+
+    from kernelcfg import constraints, pipeline
+    from kernelcfg.errors import KernelcfgError
+
+    try:
+        release, target, inputs = pipeline.prepare(list(flags or []))
+    except KernelcfgError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(exc.exit_code) from None
+    scheme = inputs.quant_scheme or constraints.scheme_from_quantization(inputs.quantization)
+    ctx = constraints.Context(
+        target,
+        release.version,
+        scheme,
+        constraints.schemes_of_quantization(inputs.quantization) if scheme is None else None,
+        inputs.env,
+        tuple(inputs.architectures) if inputs.architectures is not None else None,
+        inputs.enable_expert_parallel,
+    )
+    choices = {name: release.choices(name) for name in constraints.FIELDS}
+    verdicts = constraints.matrix(release.version, ctx, choices)
+    if fmt is ListFormat.json:
+        data = {
+            "vllm_version": release.version,
+            "platform": target.as_dict(),
+            "quant_scheme": scheme,
+            "backends": [v.as_dict() for v in verdicts],
+        }
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    marks = {
+        "runs": "runs",
+        "cannot-run": "cannot run",
+        "falls-back": "ignored (auto)",
+        "depends": "depends",
+        "no-effect": "no effect",
+    }
+    styles = {
+        "runs": "green",
+        "cannot-run": "red",
+        "falls-back": "yellow",
+        "depends": "yellow",
+        "no-effect": "dim",
+    }
+    title = f"vLLM {release.version} on {target.device}"
+    if scheme:
+        title += f", {scheme}"
+    elif ctx.possible:
+        title += f", --quantization {inputs.quantization} ({' or '.join(ctx.possible)})"
+    table = Table("field", "value", "verdict", "reason", title=title)
+    for v in verdicts:
+        table.add_row(v.field, v.value, marks[v.status], v.reason, style=styles[v.status])
+    Console().print(table)
+
+
+@app.command()
+def explain(
+    what: Annotated[
+        str, typer.Argument(help="FIELD or FIELD=VALUE, e.g. moe_backend=flashinfer_trtllm.")
+    ],
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """What a kernel-config field or value means, in which releases, and what it needs.
+
+    Like `kubectl explain`: the field's meaning, its choices release by release, whether
+    it is part of the compile-cache hash, and for a value its requirements (platform,
+    GPU, quantisation, expert parallelism, environment), what vLLM does when they are
+    not met, where in vLLM the rule lives, and an example.
+    """
+    import json
+
+    from kernelcfg import explain as explain_mod
+    from kernelcfg.errors import KernelcfgError
+
+    try:
+        data = explain_mod.explain(what)
+    except KernelcfgError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        raise typer.Exit(exc.exit_code) from None
+    if fmt is ListFormat.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    lines = [f"FIELD: {data['field']}  ({data['releases']}; flag {data['flag']})", ""]
+    lines.append(f"  {data['doc']}")
+    lines.append(f"  default: {json.dumps(data['default'])}")
+    hashed = sorted({str(v) for v in data["hashed"].values()})
+    lines.append(
+        "  part of the compile-cache hash: "
+        + (
+            hashed[0]
+            if len(hashed) == 1
+            else ", ".join(f"{k}: {v}" for k, v in data["hashed"].items())
+        )
+    )
+    if "value" in data:
+        lines += ["", f"VALUE: {data['value']}  ({data['value_releases']})"]
+        for key, value in data["requirements"].items():
+            lines.append(f"  {key}: {json.dumps(value) if not isinstance(value, str) else value}")
+        lines.append(f"  when unmet: {data['when_unmet']}")
+        lines.append(f"  source: vllm/{data['source']}")
+    elif "choices" in data:
+        lines += ["", "CHOICES:"]
+        lines += [f"  {c}  ({span})" for c, span in data["choices"].items()]
+    if "example" in data:
+        lines += ["", f"EXAMPLE: {data['example']}"]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
 class SchemaOf(StrEnum):
     """What ``schema`` describes."""
 

@@ -122,6 +122,17 @@ def scheme_from_quantization(method: str | None) -> str | None:
     return found
 
 
+def schemes_of_quantization(method: str | None) -> tuple[str, ...] | None:
+    """The schemes a ``--quantization`` method may mean; ``None`` when it could be any."""
+    if method is None:
+        return None
+    single = scheme_from_quantization(method)
+    if single is not None:
+        return (single,)
+    family = catalogue()["quantization_families"].get(method)
+    return tuple(family) if family else None
+
+
 def scheme_from_model(quant_config: Mapping[str, Any] | None) -> str | None:
     """The scheme of a ``config.json``'s ``quantization_config``, where it is certain."""
     if not quant_config:
@@ -256,6 +267,8 @@ class Context:
     """The vLLM release."""
     scheme: str | None = None
     """The quantisation scheme, when known."""
+    possible: tuple[str, ...] | None = None
+    """The schemes the model may have, when the method narrows them (``fp8``)."""
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The engine's environment."""
     architectures: tuple[str, ...] | None = None
@@ -298,6 +311,21 @@ def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | Non
     if rule.get("runtime"):
         unknowns.append("the library's own device check, made at run time")
     return None, unknowns
+
+
+def _why_not(value: str, served: Sequence[str] | None, failures: list[tuple[str, _Outcome]]) -> str:
+    """One line for the schemes that failed: shared reasons once, others per scheme."""
+    unserved = [s for s, o in failures if served is not None and s and s not in served]
+    others = [(s, o) for s, o in failures if s not in unserved]
+    parts = []
+    if unserved:
+        parts.append(f"'{value}' serves {', '.join(served or ())}; not {' or '.join(unserved)}")
+    reasons = list(dict.fromkeys(o.reason for _, o in others))
+    if len(reasons) == 1 and not unserved:
+        parts.append(reasons[0])
+    else:
+        parts += [f"for {s}, {o.reason}" if s else o.reason for s, o in others]
+    return "; ".join(parts)
 
 
 def _field_rules(field_name: str) -> dict[str, Any]:
@@ -365,10 +393,12 @@ def check(
         candidates = list(schemes)
     elif ctx.scheme is not None:
         candidates = [ctx.scheme]
+    elif ctx.possible is not None:
+        candidates = list(ctx.possible)
     else:
         candidates = list(served) if served else [""]
     unknowns: list[str] = []
-    if schemes is None and ctx.scheme is None and served:
+    if schemes is None and ctx.scheme is None and ctx.possible is None and served:
         unknowns.append(
             f"the model's quantisation ('{value}' serves {', '.join(served)}; "
             "give --quant-scheme or --quantization)"
@@ -478,3 +508,21 @@ def check(
         source=source,
         notes=notes,
     )
+
+
+def matrix(
+    release_version: str, ctx: Context, choices: Mapping[str, Sequence[str]]
+) -> list[Verdict]:
+    """The verdict on every value of every backend field, for one target."""
+    return [
+        check(name, value, ctx)
+        for name in FIELDS
+        for value in choices.get(name, ())
+        if release_version
+    ]
+
+
+def describe(field_name: str, value: str) -> dict[str, Any]:
+    """A value's requirements as the catalogue states them (for ``explain``)."""
+    raw = _field_rules(field_name)["values"].get(value)
+    return dict(raw) if raw else {}

@@ -97,6 +97,7 @@ PRESETS: dict[str, Target] = {
     "gb200": _cuda("NVIDIA GB200", "10.0"),
     "b300": _cuda("NVIDIA B300 SXM6 AC", "10.3"),
     "gb300": _cuda("NVIDIA GB300", "10.3"),
+    "jetson-thor": _cuda("NVIDIA Jetson AGX Thor", "11.0"),
     "rtx-pro-6000": _cuda("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"),
     "rtx-5090": _cuda("NVIDIA GeForce RTX 5090", "12.0"),
     "dgx-spark": _cuda("NVIDIA GB10", "12.1"),

@@ -311,6 +311,7 @@ def _constraints(
         result.target,
         release.version,
         scheme,
+        constraints.schemes_of_quantization(inputs.quantization) if scheme is None else None,
         inputs.env,
         tuple(inputs.architectures) if inputs.architectures is not None else None,
         inputs.enable_expert_parallel,

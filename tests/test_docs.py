@@ -20,7 +20,7 @@ def _examples() -> list[tuple[str, list[str], int | None]]:
         lines = block.splitlines()
         i = 0
         while i < len(lines):
-            if lines[i].startswith("$ kernelcfg"):
+            if lines[i].startswith("$ ") and "kernelcfg " in lines[i] and "echo" not in lines[i]:
                 command = lines[i][2:]
                 expected: list[str] = []
                 i += 1
@@ -48,9 +48,14 @@ def test_readme_has_examples() -> None:
 def test_readme_example(command: str, expected: list[str], code: int | None) -> None:
     command, _, grep = command.partition(" | grep -E ")
     silenced = command.endswith("> /dev/null")
-    args = shlex.split(command.removesuffix("> /dev/null"))[1:]
-    result = run(*args)
-    shown = (result.stderr if silenced else result.stdout).splitlines()
+    words = shlex.split(command.removesuffix("> /dev/null"))
+    env = {}
+    while "=" in words[0]:
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    result = run(*words[1:], env=env)
+    shown = [line.rstrip() for line in (result.stderr if silenced else result.stdout).splitlines()]
+    expected = [line.rstrip() for line in expected]
     if grep:
         pattern = re.compile(shlex.split(grep)[0])
         shown = [line for line in shown if pattern.search(line)]
