@@ -86,6 +86,7 @@ SCHEMES: tuple[str, ...] = tuple(catalogue()["schemes"])
 """The quantisation schemes kernelcfg names."""
 
 
+@cache
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
@@ -103,6 +104,7 @@ def _merged(rule: Mapping[str, Any], version: str) -> dict[str, Any]:
     return out
 
 
+@cache
 def per_quant_keys(version: str) -> dict[str, list[str]]:
     """The ``linear_backend_per_quant`` keys vLLM looks up in ``version``, to schemes."""
     data = catalogue()
@@ -360,14 +362,49 @@ def _no_effect(field_name: str, value: str, ctx: Context) -> Verdict | None:
     return None
 
 
+@cache
+def _env_names() -> tuple[str, ...]:
+    """Every environment variable a rule looks at."""
+    names: set[str] = set()
+    for table in catalogue()["fields"].values():
+        for rule in table["values"].values():
+            for part in [rule, *rule.get("per_scheme", {}).values()]:
+                names.update(part.get("env", {}))
+                names.update(part.get("env_off", {}))
+    return tuple(sorted(names))
+
+
+_VERDICTS: dict[tuple[object, ...], Verdict] = {}
+
+
 def check(
     field_name: str, value: str, ctx: Context, *, schemes: Sequence[str] | None = None
 ) -> Verdict:
-    """The verdict on ``field_name=value`` in ``ctx``.
+    """The verdict on ``field_name=value`` in ``ctx`` (memoised: verdicts are pure).
 
     ``schemes`` narrows the candidate schemes (a ``linear_backend_per_quant`` key);
     otherwise the context's scheme, or every scheme the value serves.
     """
+    key = (
+        field_name,
+        value,
+        ctx.target,
+        ctx.version,
+        ctx.scheme,
+        ctx.possible,
+        tuple(ctx.env.get(n) for n in _env_names()),
+        ctx.architectures,
+        ctx.expert_parallel,
+        ctx.all2all_backend,
+        tuple(schemes) if schemes is not None else None,
+    )
+    found = _VERDICTS.get(key)
+    if found is None:
+        found = _VERDICTS[key] = _check(field_name, value, ctx, schemes)
+    return found
+
+
+def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | None) -> Verdict:
     table = _field_rules(field_name)
     raw = table["values"].get(value)
     if value == "auto":

@@ -318,7 +318,7 @@ def _constraints(
         all2all,
     )
     verdicts = [constraints.check(name, str(value), ctx) for name, value in values]
-    keys = constraints.per_quant_keys(release.version)
+    keys = constraints.per_quant_keys(release.version) if per_quant else {}
     for key, value in per_quant.items():
         if key not in keys:
             result.problems.append(
