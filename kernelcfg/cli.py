@@ -272,6 +272,16 @@ class ListFormat(StrEnum):
     json = "json"
 
 
+class ReportFormat(StrEnum):
+    """Output formats of the checking commands."""
+
+    table = "table"
+    json = "json"
+    github = "github"
+    junit = "junit"
+    sarif = "sarif"
+
+
 @app.command()
 def versions(
     old: Annotated[
@@ -445,16 +455,6 @@ def diff(
     raise typer.Exit(code)
 
 
-class ReportFormat(StrEnum):
-    """Output formats of the checking commands."""
-
-    table = "table"
-    json = "json"
-    github = "github"
-    junit = "junit"
-    sarif = "sarif"
-
-
 @app.command("lint-env")
 def lint_env(
     env_file: Annotated[
@@ -532,7 +532,9 @@ def backends(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
+        ReportFormat.table
+    ),
 ) -> None:
     """Every backend value and whether it can run on the target: runs, cannot run, depends.
 
@@ -563,7 +565,35 @@ def backends(
     )
     choices = {name: release.choices(name) for name in constraints.FIELDS}
     verdicts = constraints.matrix(release.version, ctx, choices)
-    if fmt is ListFormat.json:
+    if fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+        from kernelcfg.reports import Entry
+
+        severity = {
+            "cannot-run": "error",
+            "falls-back": "warning",
+            "depends": "warning",
+            "no-effect": "info",
+        }
+        entries = [
+            Entry(
+                f"{v.field}={v.value}",
+                1 if v.status == "cannot-run" else 0,
+                [
+                    {
+                        "severity": severity[v.status],
+                        "code": f"backend-{v.status}",
+                        "field": v.field,
+                        "message": v.reason,
+                    }
+                ]
+                if v.status in severity
+                else [],
+            )
+            for v in verdicts
+        ]
+        _write_report(fmt, entries)
+        return
+    if fmt is ReportFormat.json:
         data = {
             "vllm_version": release.version,
             "platform": target.as_dict(),

@@ -495,25 +495,26 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
         notes += (rule["note"],)
     unknowns = list(dict.fromkeys(unknowns))
     if not runs and not fallback:
-        first = failures[0][1]
+        reason = _why_not(value, served, failures)
         if linear and all(o.platform for _, o in failures):
             return Verdict(
                 field_name,
                 value,
                 "falls-back",
-                f"{first.reason}: vLLM warns and chooses automatically",
+                f"{reason}: vLLM warns and chooses automatically",
                 source=source,
                 notes=notes,
             )
-        return Verdict(field_name, value, "cannot-run", first.reason, source=source, notes=notes)
+        return Verdict(field_name, value, "cannot-run", reason, source=source, notes=notes)
     if failures:
         names = ", ".join(s for s in runs + fallback if s)
-        failed = "; ".join(o.reason for _, o in failures[:2])
+        not_for = " or ".join(s for s, _ in failures if s)
+        failed = _why_not(value, served, failures)
         return Verdict(
             field_name,
             value,
             "depends",
-            f"runs for {names or 'some layers'}, not everywhere: {failed}",
+            f"runs for {names or 'some layers'}; not for {not_for}: {failed}",
             tuple(unknowns),
             source,
             notes,

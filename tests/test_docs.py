@@ -1,4 +1,4 @@
-"""The README's console examples print what the README says they print."""
+"""The console examples of the README and docs print what the docs say they print."""
 
 from __future__ import annotations
 
@@ -10,13 +10,17 @@ import pytest
 
 from .cli_helpers import run
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", ROOT / "docs" / "ci.md", ROOT / "docs" / "index.md"]
 
 
 def _examples() -> list[tuple[str, list[str], int | None]]:
     """(command, expected output lines, expected exit code) for each ``$ kernelcfg``."""
     out: list[tuple[str, list[str], int | None]] = []
-    for block in re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.S):
+    blocks = [
+        b for doc in DOCS for b in re.findall(r"```console\n(.*?)```", doc.read_text(), flags=re.S)
+    ]
+    for block in blocks:
         lines = block.splitlines()
         i = 0
         while i < len(lines):
