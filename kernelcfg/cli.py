@@ -564,7 +564,7 @@ def backends(
         inputs.enable_expert_parallel,
     )
     choices = {name: release.choices(name) for name in constraints.FIELDS}
-    verdicts = constraints.matrix(release.version, ctx, choices)
+    verdicts = constraints.matrix(ctx, choices)
     if fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
         from kernelcfg.reports import Entry
 

@@ -392,7 +392,7 @@ def check(
         ctx.version,
         ctx.scheme,
         ctx.possible,
-        tuple(ctx.env.get(n) for n in _env_names()),
+        tuple(map(ctx.env.get, _env_names())),
         ctx.architectures,
         ctx.expert_parallel,
         ctx.all2all_backend,
@@ -548,16 +548,9 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
     )
 
 
-def matrix(
-    release_version: str, ctx: Context, choices: Mapping[str, Sequence[str]]
-) -> list[Verdict]:
+def matrix(ctx: Context, choices: Mapping[str, Sequence[str]]) -> list[Verdict]:
     """The verdict on every value of every backend field, for one target."""
-    return [
-        check(name, value, ctx)
-        for name in FIELDS
-        for value in choices.get(name, ())
-        if release_version
-    ]
+    return [check(name, value, ctx) for name in FIELDS for value in choices.get(name, ())]
 
 
 def describe(field_name: str, value: str) -> dict[str, Any]:

@@ -55,6 +55,14 @@ class Target:
     note: str | None = None
     """Why detection settled on this target, when it did."""
 
+    def __hash__(self) -> int:
+        # Targets key several caches on the hot path: hash the identity fields once.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.kind, self.device, self.capability, self.gfx_arch, self.source))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     @property
     def capability_int(self) -> int | None:
         """The capability as vLLM's ``to_int()``: ``major * 10 + minor``."""

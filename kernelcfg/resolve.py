@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kernelcfg import hashing, rules, values
+from kernelcfg import constraints, hashing, rules, values
 from kernelcfg.context import Compilation, ResolutionContext
 from kernelcfg.errors import KernelcfgError
 from kernelcfg.inputs import Inputs
+from kernelcfg.ir import registry
 from kernelcfg.platforms import Target
 from kernelcfg.problems import EXIT_USAGE, Problem, exit_code
 from kernelcfg.releases import Release
@@ -296,8 +297,6 @@ def _constraints(
     release: Release, inputs: Inputs, config: dict[str, Any], all2all: str, result: Resolution
 ) -> None:
     """Step 6 (kernelcfg's own): can the chosen backends run on the target?"""
-    from kernelcfg import constraints
-
     values = [
         (name, config.get(name))
         for name in constraints.FIELDS
@@ -394,8 +393,6 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
         result.problems.append(Problem.from_error(exc))
         return result
     result.hash = hashing.digest(result.hash_factors)
-    from kernelcfg.ir import registry
-
     ops = registry(release, target)
     result.ir_dispatch = {op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()}
     return result

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from kernelcfg.errors import EngineError
+from kernelcfg.platforms import default_ir_op_priority
 from kernelcfg.releases import Release
+from kernelcfg.values import append_platform_defaults
 
 if TYPE_CHECKING:
     from kernelcfg.context import ResolutionContext
@@ -97,9 +99,6 @@ def set_platform_defaults(
     """``KernelConfig.set_platform_defaults``: the DeepSeek-V4 check (when the model
     is known), the passthrough binding (where the release has it), then the
     platform's IR-op defaults merged into ``lists`` (mutated in place)."""
-    from kernelcfg.platforms import default_ir_op_priority
-    from kernelcfg.values import append_platform_defaults
-
     if ctx.architectures is not None:
         validate_flashinfer_moe_ep_model(release, moe_backend, ctx.architectures)
     if release.has_function("bind_passthrough_all2all_backend"):
