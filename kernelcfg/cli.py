@@ -553,27 +553,14 @@ def backends(
     except KernelcfgError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
         raise typer.Exit(exc.exit_code) from None
-    scheme = inputs.quant_scheme or constraints.scheme_from_quantization(inputs.quantization)
-    ctx = constraints.Context(
-        target,
-        release.version,
-        scheme,
-        constraints.schemes_of_quantization(inputs.quantization) if scheme is None else None,
-        inputs.env,
-        tuple(inputs.architectures) if inputs.architectures is not None else None,
-        inputs.enable_expert_parallel,
-    )
+    ctx = constraints.Context.of(target, release.version, inputs)
+    scheme = ctx.scheme
     choices = {name: release.choices(name) for name in constraints.FIELDS}
     verdicts = constraints.matrix(ctx, choices)
     if fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
         from kernelcfg.reports import Entry
 
-        severity = {
-            "cannot-run": "error",
-            "falls-back": "warning",
-            "depends": "warning",
-            "no-effect": "info",
-        }
+        severity = constraints.SEVERITY
         entries = [
             Entry(
                 f"{v.field}={v.value}",

@@ -22,17 +22,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target
 
 __all__ = [
     "FIELDS",
     "SCHEMES",
+    "SEVERITY",
+    "Context",
     "Verdict",
     "catalogue",
     "check",
+    "describe",
+    "matrix",
     "per_quant_keys",
     "scheme_from_model",
     "scheme_from_quantization",
+    "schemes_of_quantization",
 ]
 
 _FILE = Path(__file__).resolve().parent / "releases" / "constraints.json"
@@ -40,6 +46,14 @@ FIELDS = ("moe_backend", "linear_backend", "sparse_indexer_topk_backend")
 """The backend fields the catalogue covers (``linear_backend_per_quant`` uses linear's)."""
 
 Status = Literal["runs", "cannot-run", "falls-back", "depends", "no-effect"]
+
+SEVERITY: dict[str, Literal["error", "warning", "info"]] = {
+    "cannot-run": "error",
+    "falls-back": "warning",
+    "depends": "warning",
+    "no-effect": "info",
+}
+"""How each verdict is reported as a problem (``runs`` is not one)."""
 
 
 @dataclass(frozen=True)
@@ -279,6 +293,23 @@ class Context:
     """Whether ``--enable-expert-parallel`` is on."""
     all2all_backend: str | None = None
     """The all2all backend, when it matters."""
+
+    @classmethod
+    def of(
+        cls, target: Target, version: str, inputs: Inputs, all2all: str | None = None
+    ) -> Context:
+        """The context of a command line's inputs (the scheme as far as it is known)."""
+        scheme = inputs.quant_scheme or scheme_from_quantization(inputs.quantization)
+        return cls(
+            target,
+            version,
+            scheme,
+            schemes_of_quantization(inputs.quantization) if scheme is None else None,
+            inputs.env,
+            tuple(inputs.architectures) if inputs.architectures is not None else None,
+            inputs.enable_expert_parallel,
+            all2all,
+        )
 
 
 def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | None, list[str]]:

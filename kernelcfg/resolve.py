@@ -285,14 +285,6 @@ def _platform_defaults(
         result.sources[key] = "flag + platform default" if given else "platform default"
 
 
-_SEVERITY = {
-    "cannot-run": "error",
-    "falls-back": "warning",
-    "depends": "warning",
-    "no-effect": "info",
-}
-
-
 def _constraints(
     release: Release, inputs: Inputs, config: dict[str, Any], all2all: str, result: Resolution
 ) -> None:
@@ -305,17 +297,7 @@ def _constraints(
     per_quant = config.get("linear_backend_per_quant") or {}
     if not values and not per_quant:
         return
-    scheme = inputs.quant_scheme or constraints.scheme_from_quantization(inputs.quantization)
-    ctx = constraints.Context(
-        result.target,
-        release.version,
-        scheme,
-        constraints.schemes_of_quantization(inputs.quantization) if scheme is None else None,
-        inputs.env,
-        tuple(inputs.architectures) if inputs.architectures is not None else None,
-        inputs.enable_expert_parallel,
-        all2all,
-    )
+    ctx = constraints.Context.of(result.target, release.version, inputs, all2all)
     verdicts = [constraints.check(name, str(value), ctx) for name, value in values]
     keys = constraints.per_quant_keys(release.version) if per_quant else {}
     for key, value in per_quant.items():
@@ -330,17 +312,17 @@ def _constraints(
                 )
             )
             continue
-        if value == "auto" or (scheme is not None and scheme not in keys[key]):
+        if value == "auto" or (ctx.scheme is not None and ctx.scheme not in keys[key]):
             continue
         verdict = constraints.check("linear_backend_per_quant", value, ctx, schemes=keys[key])
         verdicts.append(verdict)
     for verdict in verdicts:
-        severity = _SEVERITY.get(verdict.status)
+        severity = constraints.SEVERITY.get(verdict.status)
         if severity is None:
             continue
         code = f"backend-{verdict.status}"
         message = f"{verdict.field}={verdict.value!r}: {verdict.reason}"
-        result.problems.append(Problem(severity, code, verdict.field, message))  # type: ignore[arg-type]
+        result.problems.append(Problem(severity, code, verdict.field, message))
 
 
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
