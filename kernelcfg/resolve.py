@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kernelcfg import constraints, hashing, rules, values
+from kernelcfg import hashing, rules, values
 from kernelcfg.context import Compilation, ResolutionContext
 from kernelcfg.errors import KernelcfgError
 from kernelcfg.inputs import Inputs
@@ -291,12 +291,14 @@ def _constraints(
     """Step 6 (kernelcfg's own): can the chosen backends run on the target?"""
     values = [
         (name, config.get(name))
-        for name in constraints.FIELDS
+        for name in _TOP_LEVEL_BACKENDS
         if config.get(name) not in (None, "auto")
     ]
     per_quant = config.get("linear_backend_per_quant") or {}
     if not values and not per_quant:
         return
+    from kernelcfg import constraints  # only when a backend is named: keeps cold start lean
+
     ctx = constraints.Context.of(result.target, release.version, inputs, all2all)
     verdicts = [constraints.check(name, str(value), ctx) for name, value in values]
     keys = constraints.per_quant_keys(release.version) if per_quant else {}
