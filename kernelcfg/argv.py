@@ -75,8 +75,7 @@ CONTEXT_OPTIONS = {
 }
 """kernelcfg's context options, by option string, to the ContextOptions field."""
 
-_BOOL_FLAGS = {
-    # dest: (release field that must exist or None, long name)
+_BOOL_FLAGS = {  # dest: long option name
     "enable_flashinfer_autotune": "enable-flashinfer-autotune",
     "enforce_eager": "enforce-eager",
     "enable_lora": "enable-lora",

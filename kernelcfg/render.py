@@ -12,11 +12,20 @@ from typing import Any
 from kernelcfg.pipeline import Failure
 from kernelcfg.resolve import Resolution
 
-__all__ = ["FORMATS", "FORMAT_VERSION", "as_args", "as_data", "as_env", "as_json", "as_yaml"]
+__all__ = [
+    "FORMAT_VERSION",
+    "all_sources",
+    "as_args",
+    "as_data",
+    "as_env",
+    "as_json",
+    "as_yaml",
+    "exit_code_of",
+    "json_line",
+    "table",
+]
 
 FORMAT_VERSION = "1"
-FORMATS = ("table", "json", "yaml", "env", "args")
-"""The output formats of ``kernelcfg resolve``."""
 
 
 def as_data(

@@ -16,10 +16,7 @@ from xml.etree import ElementTree as ET
 
 from kernelcfg._version import __version__
 
-__all__ = ["CI_FORMATS", "Entry", "github", "junit", "sarif"]
-
-CI_FORMATS = ("github", "junit", "sarif")
-"""The CI report formats."""
+__all__ = ["Entry", "github", "junit", "sarif"]
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {"error": "error", "warning": "warning", "info": "note"}
