@@ -338,8 +338,32 @@ def _merge(into: dict[str, Any], new: dict[str, Any], path: str, dupes: list[str
             into[key] = value
 
 
+def _warn_duplicates(dupes: list[str], notes: list[Problem]) -> None:
+    """vLLM's one-line warning about keys given more than once."""
+    if dupes:
+        notes.append(
+            Problem(
+                "warning",
+                "duplicate-keys",
+                None,
+                f"Found duplicate keys {', '.join(dict.fromkeys(dupes))}: the last value wins",
+            )
+        )
+
+
 def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
     """Gather ``--opt.a.b=v`` into one JSON value per option, placed last."""
+    if not any("." in t for t in tokens):  # the common case: only repeats to warn about
+        names = [t.partition("=")[0] for t in tokens if t.startswith("--")]
+        if len(set(names)) != len(names):
+            seen_once: set[str] = set()
+            repeated: list[str] = []
+            for name in names:
+                if name in seen_once:
+                    repeated.append(name)
+                seen_once.add(name)
+            _warn_duplicates(repeated, notes)
+        return tokens
     gathered: dict[str, dict[str, Any]] = {}
     origins: dict[str, str] = {}
     dupes: list[str] = []
@@ -384,15 +408,7 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
         else:
             out.append(tok)
         i += 1
-    if dupes:
-        notes.append(
-            Problem(
-                "warning",
-                "duplicate-keys",
-                None,
-                f"Found duplicate keys {', '.join(dict.fromkeys(dupes))}: the last value wins",
-            )
-        )
+    _warn_duplicates(dupes, notes)
     for key, value in gathered.items():
         out.append(_token(key, origins[key]))
         out.append(_token(json.dumps(value), origins[key], parsed=value))
@@ -659,14 +675,18 @@ def parse(
     context: ContextOptions | None = None,
 ) -> tuple[Inputs, ContextOptions]:
     """Read ``argv`` (vLLM flags, optionally ``vllm serve MODEL …``) into inputs."""
-    inputs = Inputs(env=dict(env or {}))
+    inputs = Inputs(env=dict(env) if env is not None else {})
     ctx = context or ContextOptions()
     notes = inputs.notes
     prefix, serve_args = _split_serve(list(argv))
     if serve_args is not None:
         inputs.model = _serve_model(serve_args, notes)
-    tokens = _expand_config([*prefix, *(serve_args or ())], notes)
-    tokens = _gather_dotted(_rewrite(tokens), notes)
+    tokens = [*prefix, *(serve_args or ())]
+    if any(t.startswith("--config") for t in tokens):
+        tokens = _expand_config(tokens, notes)
+    if any("_" in t or t.startswith("-O") for t in tokens):
+        tokens = _rewrite(tokens)
+    tokens = _gather_dotted(tokens, notes)
     table = _options(release)
 
     i = 0

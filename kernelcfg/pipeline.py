@@ -81,37 +81,33 @@ def prepare(
         argv_mod.split_version(args) or req.vllm_version or environ.get("KERNELCFG_VLLM_VERSION")
     )
     release = releases.load(version)
-    base = argv_mod.ContextOptions(
-        device=req.device,
-        platform=req.platform,
-        capability=req.capability,
-        gfx_arch=req.gfx_arch,
-        vllm_version=version,
-        architectures=list(req.architectures),
-        env=dict(req.env),
-    )
     env = req.engine_env()
+    env.update(req.env)
     inputs, line = argv_mod.parse(args, release, env=env, context=argv_mod.ContextOptions())
-    env.update(base.env)
-    env.update(line.env)
-    inputs.env = env
-    scheme = line.quant_scheme or base.quant_scheme
-    if scheme:
-        inputs.quant_scheme = scheme
+    inputs.env.update(line.env)
+    if line.quant_scheme:
+        inputs.quant_scheme = line.quant_scheme
         inputs.sources["quant_scheme"] = "flag"
-    archs = line.architectures or base.architectures
+    archs = line.architectures or req.architectures
     if archs:
-        inputs.architectures = archs
+        inputs.architectures = list(archs)
         inputs.sources["architectures"] = "flag"
-    explicit = any((line.device, line.platform, line.capability, line.gfx_arch))
-    ctx = line if explicit else base
-    target = resolve_target(
-        device=ctx.device,
-        kind=ctx.platform,
-        capability=ctx.capability,
-        gfx_arch=ctx.gfx_arch,
-        environ=environ,
-    )
+    if any((line.device, line.platform, line.capability, line.gfx_arch)):
+        target = resolve_target(
+            device=line.device,
+            kind=line.platform,
+            capability=line.capability,
+            gfx_arch=line.gfx_arch,
+            environ=environ,
+        )
+    else:
+        target = resolve_target(
+            device=req.device,
+            kind=req.platform,
+            capability=req.capability,
+            gfx_arch=req.gfx_arch,
+            environ=environ,
+        )
     return release, target, inputs
 
 

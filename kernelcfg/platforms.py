@@ -214,10 +214,7 @@ def resolve_target(
 ) -> Target:
     """The target, from flags, a preset, the environment, detection, or ``cpu``."""
     if device is not None or kind is not None or capability is not None or gfx_arch:
-        base = _preset(device) if device is not None else None
-        found = _explicit(kind, capability, gfx_arch, base)
-        assert found is not None
-        return found
+        return _from_flags(device, kind, capability, gfx_arch)
     env = environ or {}
     env_device = env.get("KERNELCFG_DEVICE")
     env_kind = env.get("KERNELCFG_PLATFORM")
@@ -231,6 +228,17 @@ def resolve_target(
     if allow_detection:
         return detect()
     return Target("cpu", "cpu", source="fallback", note="detection was not allowed")
+
+
+@cache
+def _from_flags(
+    device: str | None, kind: str | None, capability: str | None, gfx_arch: str | None
+) -> Target:
+    """The target explicit flags name (cached: batch lines repeat them)."""
+    base = _preset(device) if device is not None else None
+    found = _explicit(kind, capability, gfx_arch, base)
+    assert found is not None
+    return found
 
 
 @cache
