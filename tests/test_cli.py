@@ -379,3 +379,31 @@ def test_version_and_help() -> None:
     assert helped.exit_code == 0
     assert "--device" in helped.stdout
     assert "Exit codes" in helped.stdout
+
+
+def test_duplicate_keys_warn_as_vllm_does() -> None:
+    plain = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "--moe-backend",
+        "triton",
+        "--moe_backend=cutlass",
+    )
+    assert "Found duplicate keys --moe-backend" in plain.stderr
+    assert plain.json()["kernel_config"]["moe_backend"] == "cutlass"
+    dotted = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "--kernel-config.moe_backend=triton",
+        "--kernel-config.moe_backend=cutlass",
+    )
+    assert "Found duplicate keys --kernel-config.moe_backend" in dotted.stderr
+    short = run("resolve", "--device", "h100", "--format", "json", "-tp", "2", "-tp", "4")
+    assert "duplicate" not in short.stderr
+    assert short.json()["parallel_config"]["tensor_parallel_size"] == 4
