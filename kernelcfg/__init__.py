@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kernelcfg.pipeline import Failure, Request, resolve_args
     from kernelcfg.platforms import PRESETS, Target, detect, resolve_target
     from kernelcfg.problems import Problem
-    from kernelcfg.resolve import Resolution, resolve
+    from kernelcfg.resolution import Resolution, resolve
 
     KernelConfig: type[KernelConfigBase]
     IrOpPriorityConfig: type[IrOpPriorityBase]
@@ -68,8 +68,8 @@ _LAZY = {
     "detect": "kernelcfg.platforms",
     "resolve_target": "kernelcfg.platforms",
     "Problem": "kernelcfg.problems",
-    "Resolution": "kernelcfg.resolve",
-    "resolve": "kernelcfg.resolve",
+    "Resolution": "kernelcfg.resolution",
+    "resolve": "kernelcfg.resolution",
 }
 _NEWEST = (
     "KernelConfig",

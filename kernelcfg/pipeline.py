@@ -16,7 +16,7 @@ from kernelcfg.errors import KernelcfgError
 from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target, resolve_target
 from kernelcfg.problems import Problem
-from kernelcfg.resolve import Resolution, resolve
+from kernelcfg.resolution import Resolution, resolve
 
 __all__ = ["Failure", "Request", "batch", "engine_env", "prepare", "resolve_args"]
 

@@ -10,7 +10,7 @@ import shlex
 from typing import Any
 
 from kernelcfg.pipeline import Failure
-from kernelcfg.resolve import Resolution
+from kernelcfg.resolution import Resolution
 
 __all__ = [
     "FORMAT_VERSION",

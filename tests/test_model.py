@@ -76,3 +76,13 @@ def test_with_default_fills_missing_ops() -> None:
         "fused_add_rms_norm": ["native"],
         "gelu_and_mul_sparse": ["native"],
     }
+
+
+def test_public_names_survive_submodule_imports() -> None:
+    import kernelcfg
+    import kernelcfg.resolution
+
+    assert callable(kernelcfg.resolve)
+    assert callable(kernelcfg.resolve_args)
+    for name in kernelcfg.__all__:
+        assert getattr(kernelcfg, name) is not None, name
