@@ -77,10 +77,7 @@ def prepare(
     """Choose the release and the target and read the flags; raises on unusable input."""
     req = request or Request()
     environ = os.environ if req.environ is None else req.environ
-    version = (
-        argv_mod.split_version(args) or req.vllm_version or environ.get("KERNELCFG_VLLM_VERSION")
-    )
-    release = releases.load(version)
+    release = releases.load(_version(args, req, environ))
     env = req.engine_env()
     env.update(req.env)
     inputs, line = argv_mod.parse(args, release, env=env, context=argv_mod.ContextOptions())
@@ -92,23 +89,30 @@ def prepare(
     if archs:
         inputs.architectures = list(archs)
         inputs.sources["architectures"] = "flag"
-    if any((line.device, line.platform, line.capability, line.gfx_arch)):
-        target = resolve_target(
-            device=line.device,
-            kind=line.platform,
-            capability=line.capability,
-            gfx_arch=line.gfx_arch,
-            environ=environ,
-        )
-    else:
-        target = resolve_target(
-            device=req.device,
-            kind=req.platform,
-            capability=req.capability,
-            gfx_arch=req.gfx_arch,
-            environ=environ,
-        )
-    return release, target, inputs
+    named = any((line.device, line.platform, line.capability, line.gfx_arch))
+    return release, _target(line if named else req, environ), inputs
+
+
+def _version(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> str | None:
+    """The release a line asks for: its own flag, the run's, then the environment."""
+    return argv_mod.split_version(args) or req.vllm_version or environ.get("KERNELCFG_VLLM_VERSION")
+
+
+def _target(
+    named: Request | argv_mod.ContextOptions,
+    environ: Mapping[str, str],
+    *,
+    allow_detection: bool = True,
+) -> Target:
+    """The target named by a request's or a line's target options."""
+    return resolve_target(
+        device=named.device,
+        kind=named.platform,
+        capability=named.capability,
+        gfx_arch=named.gfx_arch,
+        environ=environ,
+        allow_detection=allow_detection,
+    )
 
 
 def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
@@ -126,19 +130,11 @@ def _known_context(
     """The release and target of a line that could not be read, as far as they are known."""
     environ = os.environ if req.environ is None else req.environ
     try:
-        version = argv_mod.split_version(args) or req.vllm_version
-        release = releases.load(version or environ.get("KERNELCFG_VLLM_VERSION"))
+        release = releases.load(_version(args, req, environ))
     except KernelcfgError:
         return None, None
     try:
-        target = resolve_target(
-            device=req.device,
-            kind=req.platform,
-            capability=req.capability,
-            gfx_arch=req.gfx_arch,
-            environ=environ,
-            allow_detection=False,
-        )
+        target = _target(req, environ, allow_detection=False)
     except KernelcfgError:
         return release, None
     return release, (None if target.source == "fallback" else target)
