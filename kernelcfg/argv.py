@@ -434,7 +434,7 @@ def _match(arg: str, table: Mapping[str, _Option]) -> str | None:
 
 
 def _choice(release: Release, dest: str, flag: str, value: str) -> str:
-    normalised = value.lower().replace("-", "_") if dest in _NORMALISED else value
+    normalised = values.normalize_backend(value) if dest in _NORMALISED else value
     allowed = list(release.choices(dest))
     if dest == "all2all_backend":
         allowed = [c for c in allowed if c != release.constant("PASSTHROUGH_ALL2ALL_BACKEND")]

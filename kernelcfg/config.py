@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from kernelcfg import hashing
+from kernelcfg import hashing, values
 from kernelcfg.releases import FieldFacts, Release
 
 if TYPE_CHECKING:
@@ -153,9 +153,7 @@ def _to_list_str(cls: type, value: Any) -> Any:
 
 def _normalize_backend(cls: type, value: Any) -> Any:
     del cls
-    if isinstance(value, str):
-        return value.lower().replace("-", "_")
-    return value
+    return values.normalize_backend(value) if isinstance(value, str) else value
 
 
 def _skip_none(cls: type, value: Any, handler: Callable[[Any], Any]) -> Any:
@@ -165,8 +163,8 @@ def _skip_none(cls: type, value: Any, handler: Callable[[Any], Any]) -> Any:
     return handler(value)
 
 
-def _literal(values: tuple[str, ...]) -> Any:
-    return Literal[values]
+def _literal(names: tuple[str, ...]) -> Any:
+    return Literal[names]
 
 
 def _namespace(release: Release, name: str) -> dict[str, Any]:
