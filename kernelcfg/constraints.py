@@ -73,8 +73,6 @@ class Verdict:
     """What could not be checked offline."""
     source: str = ""
     """Where in vLLM the rule comes from."""
-    notes: tuple[str, ...] = ()
-    """Other facts worth knowing (shipped libraries, limits)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -519,11 +517,6 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             continue
         unknowns.extend(extra)
         runs.append(scheme)
-    notes = tuple(
-        f"uses {s} (shipped with vLLM builds for the platform)" for s in rule.get("ships", [])
-    )
-    if rule.get("note"):
-        notes += (rule["note"],)
     unknowns = list(dict.fromkeys(unknowns))
     if not runs and not fallback:
         reason = _why_not(value, served, failures)
@@ -534,9 +527,8 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
                 "falls-back",
                 f"{reason}: vLLM warns and chooses automatically",
                 source=source,
-                notes=notes,
             )
-        return Verdict(field_name, value, "cannot-run", reason, source=source, notes=notes)
+        return Verdict(field_name, value, "cannot-run", reason, source=source)
     if failures:
         names = ", ".join(s for s in runs + fallback if s)
         not_for = " or ".join(s for s, _ in failures if s)
@@ -548,7 +540,6 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             f"runs for {names or 'some layers'}; not for {not_for}: {failed}",
             tuple(unknowns),
             source,
-            notes,
         )
     if unknowns:
         return Verdict(
@@ -558,7 +549,6 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             f"'{value}' fits {_target_label(ctx.target)}; it still needs " + "; ".join(unknowns),
             tuple(unknowns),
             source,
-            notes,
         )
     if fallback and not runs:
         return Verdict(
@@ -567,7 +557,6 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             "falls-back",
             f"'{value}' is ignored for {', '.join(fallback)} layers; vLLM chooses automatically",
             source=source,
-            notes=notes,
         )
     return Verdict(
         field_name,
@@ -575,7 +564,6 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
         "runs",
         f"'{value}' fits {_target_label(ctx.target)}",
         source=source,
-        notes=notes,
     )
 
 
