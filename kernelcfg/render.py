@@ -211,8 +211,7 @@ def as_args(result: Resolution) -> list[str]:
             given = {
                 op: lst
                 for op, lst in value.items()
-                if "flag" in result.sources.get(f"ir_op_priority.{name}.{op}", "")
-                or "flag" in result.sources.get(f"ir_op_priority.{op}", "")
+                if "flag" in result.sources.get(f"ir_op_priority.{op}", "")
                 or op in inputs.kernel_config.get("ir_op_priority", {})
             }
             if given:
