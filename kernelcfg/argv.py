@@ -26,7 +26,7 @@ from kernelcfg.inputs import Inputs
 from kernelcfg.problems import Problem
 from kernelcfg.releases import Release
 
-__all__ = ["CONTEXT_OPTIONS", "ContextOptions", "parse", "split_version"]
+__all__ = ["CONTEXT_OPTIONS", "ContextOptions", "parse", "split_version", "validate_kernel_config"]
 
 Kind = Literal["bool", "value", "json", "list"]
 
@@ -531,8 +531,12 @@ def _validated(flag: str, check: Callable[[], Any], explain: Callable[[Any], str
         raise ArgumentError(f"argument {flag}: {explain(errors[0])}{more}", field=loc) from None
 
 
-def _validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> dict[str, Any]:
-    """vLLM validates every ``--kernel-config`` occurrence while parsing."""
+def validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -> dict[str, Any]:
+    """A ``--kernel-config`` mapping's values; one ``ArgumentError`` line when invalid.
+
+    vLLM validates every ``--kernel-config`` occurrence while parsing; the Python API's
+    raw mappings go through here too.
+    """
 
     def explain(err: Any) -> str:
         loc = ".".join(str(p) for p in err["loc"])
@@ -855,7 +859,7 @@ def _apply(
             inputs.model = value
     elif dest == "kernel_config":
         mapping = _json(flag, tok)
-        inputs.kernel_values = _validate_kernel_config(release, mapping, flag)
+        inputs.kernel_values = validate_kernel_config(release, mapping, flag)
         inputs.kernel_config = mapping
         for key in mapping:
             inputs.sources[f"kernel_config.{key}"] = (

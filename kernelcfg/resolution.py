@@ -11,21 +11,18 @@ problems; what could be resolved is always returned.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kernelcfg import hashing, rules, values
+from kernelcfg import hashing, rules
 from kernelcfg.context import Compilation, ResolutionContext
 from kernelcfg.errors import KernelcfgError
 from kernelcfg.inputs import Inputs
 from kernelcfg.ir import registry
 from kernelcfg.platforms import Target
-from kernelcfg.problems import EXIT_USAGE, Problem, exit_code
+from kernelcfg.problems import Problem, exit_code
 from kernelcfg.releases import Release
 
-if TYPE_CHECKING:
-    from pydantic import ValidationError
-
-__all__ = ["Resolution", "resolve", "validation_message"]
+__all__ = ["Resolution", "resolve"]
 
 _TOP_LEVEL_BACKENDS = ("moe_backend", "linear_backend", "sparse_indexer_topk_backend")
 
@@ -67,28 +64,17 @@ class Resolution:
         return exit_code(self.problems, strict=strict)
 
 
-def validation_message(exc: ValidationError, flag: str) -> tuple[str, str | None]:
-    """A pydantic error as one line naming the flag, the field and the bad value."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    message = f"argument {flag}: {loc}: {first['msg']}, got {first['input']!r}{more}"
-    return message, (str(first["loc"][0]) if first["loc"] else None)
-
-
 def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict[str, Any] | None:
     """Step 1: ``--kernel-config``, then the top-level flags over it."""
     config = inputs.kernel_values
     if config is None:
-        from pydantic import ValidationError
+        from kernelcfg.argv import validate_kernel_config
 
         try:
-            config = values.validate_kernel(release, inputs.kernel_config)
-        except ValidationError as exc:
-            message, name = validation_message(exc, "--kernel-config")
+            config = validate_kernel_config(release, inputs.kernel_config, "--kernel-config")
+        except KernelcfgError as exc:
             result.problems.append(
-                Problem("error", "invalid-kernel-config", name, message, EXIT_USAGE)
+                Problem("error", "invalid-kernel-config", exc.field, exc.message, exc.exit_code)
             )
             return None
     else:
@@ -289,18 +275,18 @@ def _constraints(
     release: Release, inputs: Inputs, config: dict[str, Any], all2all: str, result: Resolution
 ) -> None:
     """Step 6 (kernelcfg's own): can the chosen backends run on the target?"""
-    values = [
+    named = [
         (name, config.get(name))
         for name in _TOP_LEVEL_BACKENDS
         if config.get(name) not in (None, "auto")
     ]
     per_quant = config.get("linear_backend_per_quant") or {}
-    if not values and not per_quant:
+    if not named and not per_quant:
         return
     from kernelcfg import constraints  # only when a backend is named: keeps cold start lean
 
     ctx = constraints.Context.of(result.target, release.version, inputs, all2all)
-    verdicts = [constraints.check(name, str(value), ctx) for name, value in values]
+    verdicts = [constraints.check(name, str(value), ctx) for name, value in named]
     keys = constraints.per_quant_keys(release.version) if per_quant else {}
     for key, value in per_quant.items():
         if key not in keys:

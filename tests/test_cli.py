@@ -407,3 +407,21 @@ def test_duplicate_keys_warn_as_vllm_does() -> None:
     short = run("resolve", "--device", "h100", "--format", "json", "-tp", "2", "-tp", "4")
     assert "duplicate" not in short.stderr
     assert short.json()["parallel_config"]["tensor_parallel_size"] == 4
+
+
+def test_api_kernel_config_refusal_matches_the_flag() -> None:
+    from kernelcfg import releases, resolution
+    from kernelcfg.inputs import Inputs
+    from kernelcfg.platforms import resolve_target
+
+    release = releases.load(releases.known_versions()[-1])
+    bad = {"moe_backend": "tritn"}
+    cli = run("resolve", "--kernel-config", json.dumps(bad), "--device", "h100")
+    assert cli.exit_code == 2
+    result = resolution.resolve(Inputs(kernel_config=bad), resolve_target(device="h100"), release)
+    [problem] = [p for p in result.problems if p.severity == "error"]
+    assert problem.code == "invalid-kernel-config"
+    assert problem.field == "moe_backend"
+    assert problem.message in cli.stderr
+    assert "did you mean 'triton'?" in problem.message
+    assert result.exit_code() == 2
