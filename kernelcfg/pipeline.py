@@ -52,10 +52,15 @@ class Request:
     """The process environment to read (default: ``os.environ``)."""
     _engine_env: dict[str, str] | None = field(default=None, repr=False)
 
+    @property
+    def process_environ(self) -> Mapping[str, str]:
+        """``environ``, or this process's environment when none was given."""
+        return os.environ if self.environ is None else self.environ
+
     def engine_env(self) -> dict[str, str]:
         """The engine-relevant variables of the environment, read once."""
         if self._engine_env is None:
-            self._engine_env = engine_env(self.environ)
+            self._engine_env = engine_env(self.process_environ)
         return dict(self._engine_env)
 
 
@@ -76,7 +81,7 @@ def prepare(
 ) -> tuple[releases.Release, Target, Inputs]:
     """Choose the release and the target and read the flags; raises on unusable input."""
     req = request or Request()
-    environ = os.environ if req.environ is None else req.environ
+    environ = req.process_environ
     release = releases.load(_version(args, req, environ))
     env = req.engine_env()
     env.update(req.env)
@@ -128,7 +133,7 @@ def _known_context(
     args: Sequence[str], req: Request
 ) -> tuple[releases.Release | None, Target | None]:
     """The release and target of a line that could not be read, as far as they are known."""
-    environ = os.environ if req.environ is None else req.environ
+    environ = req.process_environ
     try:
         release = releases.load(_version(args, req, environ))
     except KernelcfgError:
