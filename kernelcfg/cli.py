@@ -560,21 +560,11 @@ def backends(
     if fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
         from kernelcfg.reports import Entry
 
-        severity = constraints.SEVERITY
         entries = [
             Entry(
                 f"{v.field}={v.value}",
                 1 if v.status == "cannot-run" else 0,
-                [
-                    {
-                        "severity": severity[v.status],
-                        "code": f"backend-{v.status}",
-                        "field": v.field,
-                        "message": v.reason,
-                    }
-                ]
-                if v.status in severity
-                else [],
+                [p.as_dict()] if (p := v.problem()) is not None else [],
             )
             for v in verdicts
         ]

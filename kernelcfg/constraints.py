@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target
+from kernelcfg.problems import Problem
 
 __all__ = [
     "FIELDS",
@@ -84,6 +85,14 @@ class Verdict:
             "unknowns": list(self.unknowns),
             "source": self.source,
         }
+
+    def problem(self, message: str | None = None) -> Problem | None:
+        """The problem this verdict stands for (``message`` default: the reason);
+        ``None`` for ``runs``."""
+        severity = SEVERITY.get(self.status)
+        if severity is None:
+            return None
+        return Problem(severity, f"backend-{self.status}", self.field, message or self.reason)
 
 
 @cache

@@ -305,12 +305,9 @@ def _constraints(
         verdict = constraints.check("linear_backend_per_quant", value, ctx, schemes=keys[key])
         verdicts.append(verdict)
     for verdict in verdicts:
-        severity = constraints.SEVERITY.get(verdict.status)
-        if severity is None:
-            continue
-        code = f"backend-{verdict.status}"
-        message = f"{verdict.field}={verdict.value!r}: {verdict.reason}"
-        result.problems.append(Problem(severity, code, verdict.field, message))
+        problem = verdict.problem(f"{verdict.field}={verdict.value!r}: {verdict.reason}")
+        if problem is not None:
+            result.problems.append(problem)
 
 
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:

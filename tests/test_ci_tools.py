@@ -189,3 +189,21 @@ def test_literal_eval_kwargs_are_canonical_after_validation() -> None:
     validator = jsonschema.Draft202012Validator(kernel_config_schema(releases.load("0.33.0")))
     assert not validator.is_valid(raw)
     assert validator.is_valid(case["normalized"])
+
+
+def test_backends_report_has_one_annotation_per_reported_verdict() -> None:
+    args = ("backends", "--device", "mi300x", "--quantization", "fp8")
+    verdicts = run(*args, "--format", "json").json()["backends"]
+    lines = run(*args, "--format", "github").stdout.splitlines()
+    kinds = {"cannot-run": "error", "falls-back": "warning", "depends": "warning"}
+    kinds["no-effect"] = "notice"
+    expected = [
+        f"::{kinds[v['verdict']]} title=kernelcfg {v['field']}={v['value']}%3A "
+        f"backend-{v['verdict']}::"
+        for v in verdicts
+        if v["verdict"] != "runs"
+    ]
+    assert any(v["verdict"] == "cannot-run" for v in verdicts)
+    assert any(v["verdict"] == "runs" for v in verdicts)
+    assert len(lines) == len(expected)
+    assert all(line.startswith(prefix) for line, prefix in zip(lines, expected, strict=True))
