@@ -53,6 +53,12 @@ def _write_report(fmt: str, entries: list[Any]) -> None:
     )
 
 
+def _refuse(message: str, code: int) -> typer.Exit:
+    """Write ``error: MESSAGE`` to stderr; return the exit to raise."""
+    sys.stderr.write(f"error: {message}\n")
+    return typer.Exit(code)
+
+
 def _version(value: bool) -> None:
     if value:
         from kernelcfg import releases
@@ -237,8 +243,7 @@ def _run_batch(path: str, flags: list[str], fmt: Format, *, strict: bool, quiet:
     try:
         stream = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
     except OSError as exc:
-        sys.stderr.write(f"error: --batch: cannot read {path!r}: {exc.strerror}\n")
-        return 2
+        raise _refuse(f"--batch: cannot read {path!r}: {exc.strerror}", 2) from None
     worst = 0
     out: list[str] = []
     with stream:
@@ -302,13 +307,11 @@ def versions(
     from kernelcfg.errors import KernelcfgError
 
     if (old is None) != (new is None):
-        sys.stderr.write("error: give two releases to compare, or none to list them\n")
-        raise typer.Exit(2)
+        raise _refuse("give two releases to compare, or none to list them", 2)
     try:
         data: Any = versions_mod.compare(old, new) if old and new else versions_mod.summary()
     except KernelcfgError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(exc.exit_code) from None
+        raise _refuse(exc.message, exc.exit_code) from None
     if fmt is ListFormat.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
@@ -412,13 +415,11 @@ def diff(
     elif files:
         common += ["--config", files[0]] if len(files) == 1 else files
     if a is None or b is None:
-        sys.stderr.write("error: give both sides: --a and --b, or two files\n")
-        raise typer.Exit(2)
+        raise _refuse("give both sides: --a and --b, or two files", 2)
     try:
         data = diff_mod.compare(diff_mod.load_side(a, common), diff_mod.load_side(b, common))
     except KernelcfgError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(2) from None
+        raise _refuse(exc.message, 2) from None
     code = 0 if data["same_hash"] else 1
     if fmt is ListFormat.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -487,8 +488,7 @@ def lint_env(
         release = releases.load(vllm_version)
         environ = lint_mod.read_env_file(env_file) if env_file else dict(os.environ)
     except KernelcfgError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(2) from None
+        raise _refuse(exc.message, 2) from None
     findings = lint_mod.lint(environ, release)
     code = 1 if any(f.severity == "warning" for f in findings) else 0
     if fmt is ReportFormat.json:
@@ -551,8 +551,7 @@ def backends(
     try:
         release, target, inputs = pipeline.prepare(list(flags or []))
     except KernelcfgError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(exc.exit_code) from None
+        raise _refuse(exc.message, exc.exit_code) from None
     ctx = constraints.Context.of(target, release.version, inputs)
     scheme = ctx.scheme
     choices = {name: release.choices(name) for name in constraints.FIELDS}
@@ -629,8 +628,7 @@ def explain(
     try:
         data = explain_mod.explain(what)
     except KernelcfgError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(exc.exit_code) from None
+        raise _refuse(exc.message, exc.exit_code) from None
     if fmt is ListFormat.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
@@ -692,8 +690,7 @@ def schema(
     try:
         release = releases.load(vllm_version)
     except KernelcfgError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        raise typer.Exit(2) from None
+        raise _refuse(exc.message, 2) from None
     build = (
         schema_mod.kernel_config_schema
         if of is SchemaOf.kernel_config

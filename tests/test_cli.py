@@ -425,3 +425,13 @@ def test_api_kernel_config_refusal_matches_the_flag() -> None:
     assert problem.message in cli.stderr
     assert "did you mean 'triton'?" in problem.message
     assert result.exit_code() == 2
+
+
+def test_unreadable_batch_file_is_one_error_line(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    result = run("resolve", "--batch", str(missing), "--device", "h100")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error: --batch: cannot read {str(missing)!r}: No such file or directory\n"
+    )
