@@ -239,8 +239,7 @@ def _load_yaml(path_text: str, notes: list[Problem]) -> list[str]:
 
 
 def _expand_config(tokens: list[str], notes: list[Problem]) -> list[str]:
-    texts = tokens
-    for t in texts:
+    for t in tokens:
         if t.startswith("--config="):
             notes.append(
                 Problem(
@@ -251,11 +250,11 @@ def _expand_config(tokens: list[str], notes: list[Problem]) -> list[str]:
                     "file is silently ignored, and so kernelcfg ignores it",
                 )
             )
-    if "--config" not in texts:
+    if "--config" not in tokens:
         return tokens
-    if texts.count("--config") > 1:
+    if tokens.count("--config") > 1:
         raise ArgumentError("--config: more than one config file specified", field="config")
-    idx = texts.index("--config")
+    idx = tokens.index("--config")
     if idx + 1 >= len(tokens):
         raise ArgumentError("--config: no config file specified", field="config")
     loaded = _load_yaml(tokens[idx + 1], notes)
@@ -277,16 +276,15 @@ def _rewrite(tokens: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(tokens):
-        tok = tokens[i]
-        arg = tok
+        arg = tokens[i]
         if arg.startswith("--"):
-            out.append(_token(_dash_name(arg), _origin(tok)) if "_" in arg else tok)
+            out.append(_token(_dash_name(arg), _origin(arg)) if "_" in arg else arg)
         elif arg.startswith("-O") and arg != "-O":
             value = arg[3:] if arg[2] == "=" else arg[2:]
-            origin = _origin(tok)
+            origin = _origin(arg)
             out.extend([_token("--optimization-level", origin), _token(value, origin)])
         elif arg == "-O" and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
-            out.append(_token("--optimization-level", _origin(tok)))
+            out.append(_token("--optimization-level", _origin(arg)))
         elif arg == "-O":
             raise ArgumentError(
                 "unrecognized arguments: -O"
@@ -296,7 +294,7 @@ def _rewrite(tokens: list[str]) -> list[str]:
                 field="optimization_level",
             )
         else:
-            out.append(tok)
+            out.append(arg)
         i += 1
     return out
 
@@ -371,8 +369,7 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(tokens):
-        tok = tokens[i]
-        arg = tok
+        arg = tokens[i]
         if arg.startswith("--") and "." not in arg:
             name = arg.split("=", 1)[0]
             if name in seen:
@@ -382,7 +379,7 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
             if "=" in arg:
                 key_path, value_text = arg.split("=", 1)
                 if "." not in key_path:
-                    out.append(tok)
+                    out.append(arg)
                     i += 1
                     continue
             else:
@@ -404,9 +401,9 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
                 cursor = cursor[k]
             cursor[keys[-1]] = value
             _merge(gathered.setdefault(key, {}), nested, key, dupes)
-            origins.setdefault(key, _origin(tok))
+            origins.setdefault(key, _origin(arg))
         else:
-            out.append(tok)
+            out.append(arg)
         i += 1
     _warn_duplicates(dupes, notes)
     for key, value in gathered.items():
