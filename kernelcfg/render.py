@@ -9,6 +9,7 @@ import json
 import shlex
 from typing import Any
 
+from kernelcfg import hashing
 from kernelcfg.pipeline import Failure
 from kernelcfg.resolution import Resolution
 
@@ -279,43 +280,25 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         fields.add_column("value")
         fields.add_column("from", style="dim")
         fields.add_column("hashed", justify="center")
-        ignored = set(result.release.hash_ignored)
+        sources = all_sources(result)
+        ignored = hashing.ignored_factors(result.release, result.kernel_config)
         for name, value in result.kernel_config.items():
             if name == "ir_op_priority":
                 for op, lst in value.items():
-                    fields.add_row(
-                        f"ir_op_priority.{op}",
-                        ",".join(lst or []),
-                        result.sources.get(f"ir_op_priority.{op}", "default"),
-                        "sub-hash",
-                    )
+                    key = f"ir_op_priority.{op}"
+                    fields.add_row(key, ",".join(lst or []), sources[key], "sub-hash")
                 continue
-            hashed = name not in ignored and not (
-                value is None and name in result.release.hash_ignored_when_none
-            )
-            fields.add_row(
-                name,
-                json.dumps(value),
-                result.sources.get(name, "default"),
-                "yes" if hashed else "no",
-            )
+            hashed = "no" if name in ignored else "yes"
+            fields.add_row(name, json.dumps(value), sources[name], hashed)
         parts.append(fields)
         other = Table(title="engine", title_justify="left")
         other.add_column("setting", no_wrap=True)
         other.add_column("value")
         other.add_column("from", style="dim")
         for key, value in result.compilation.items():
-            other.add_row(
-                f"compilation.{key}",
-                str(value),
-                result.sources.get(f"compilation.{key}", "default"),
-            )
+            other.add_row(f"compilation.{key}", str(value), sources[f"compilation.{key}"])
         for key, value in result.parallel.items():
-            other.add_row(
-                key,
-                str(value),
-                result.sources.get(key, "default"),
-            )
+            other.add_row(key, str(value), sources[key])
         parts.append(other)
         if result.ir_dispatch:
             dispatch = Table(title="IR dispatch on this target", title_justify="left")
