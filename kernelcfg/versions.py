@@ -20,9 +20,7 @@ def summary() -> list[dict[str, Any]]:
                 "fields": [f.name for f in release.kernel_fields],
                 "ir_ops": list(release.ir_ops),
                 "choices": {name: len(values) for name, values in release.data["choices"].items()},
-                "hashed_fields": [
-                    f.name for f in release.kernel_fields if f.name not in release.hash_ignored
-                ],
+                "hashed_fields": list(release.hashed_fields),
             }
         )
     return rows
@@ -83,8 +81,6 @@ def compare(old_version: str, new_version: str) -> dict[str, Any]:
         diff = _added_removed(a.choices(name), b.choices(name))
         if diff["added"] or diff["removed"]:
             choices[name] = diff
-    old_hashed = [f.name for f in a.kernel_fields if f.name not in a.hash_ignored]
-    new_hashed = [f.name for f in b.kernel_fields if f.name not in b.hash_ignored]
     constants = {
         k: {"old": a.constant(k), "new": b.constant(k)}
         for k in dict.fromkeys([*a.data["constants"], *b.data["constants"]])
@@ -106,7 +102,7 @@ def compare(old_version: str, new_version: str) -> dict[str, Any]:
         "fields": _fields(a, b),
         "choices": choices,
         "hash_inputs": {
-            **_added_removed(old_hashed, new_hashed),
+            **_added_removed(a.hashed_fields, b.hashed_fields),
             "ignored_when_none": _added_removed(
                 sorted(a.hash_ignored_when_none), sorted(b.hash_ignored_when_none)
             ),

@@ -113,6 +113,11 @@ class Release:
         return frozenset(self.data["kernel_config"]["hash_ignored"])
 
     @cached_property
+    def hashed_fields(self) -> tuple[str, ...]:
+        """The kernel-config fields ``compute_hash`` digests (``None`` may still skip some)."""
+        return tuple(f.name for f in self.kernel_fields if f.name not in self.hash_ignored)
+
+    @cached_property
     def hash_ignored_when_none(self) -> frozenset[str]:
         """Fields left out of the hash only while they are ``None``."""
         return frozenset(self.data["kernel_config"]["hash_ignored_when_none"])
