@@ -25,6 +25,7 @@ from typing import Any, Literal
 from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target
 from kernelcfg.problems import Problem
+from kernelcfg.releases import version_key
 
 __all__ = [
     "FIELDS",
@@ -107,14 +108,9 @@ SCHEMES: tuple[str, ...] = tuple(catalogue()["schemes"])
 """The quantisation schemes kernelcfg names."""
 
 
-@cache
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
 def _applies(span: str, version: str) -> bool:
     low, _, high = span.partition("..")
-    return _key(low) <= _key(version) <= _key(high or low)
+    return version_key(low) <= version_key(version) <= version_key(high or low)
 
 
 def _merged(rule: Mapping[str, Any], version: str) -> dict[str, Any]:
@@ -133,7 +129,7 @@ def per_quant_keys(version: str) -> dict[str, list[str]]:
     return {
         key: schemes
         for key, schemes in data["per_quant_keys"].items()
-        if key not in since or _key(version) >= _key(since[key])
+        if key not in since or version_key(version) >= version_key(since[key])
     }
 
 

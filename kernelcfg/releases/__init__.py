@@ -17,14 +17,16 @@ from typing import Any
 
 from kernelcfg.errors import UnknownVersionError
 
-__all__ = ["Release", "known_versions", "load", "newest", "parse_version"]
+__all__ = ["Release", "known_versions", "load", "newest", "parse_version", "version_key"]
 
 _DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"^vllm-(\d+\.\d+\.\d+)\.json$")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
 
 
-def _key(version: str) -> tuple[int, ...]:
+@cache
+def version_key(version: str) -> tuple[int, ...]:
+    """``X.Y.Z`` as a tuple of integers, for ordering releases."""
     return tuple(int(p) for p in version.split("."))
 
 
@@ -32,7 +34,7 @@ def _key(version: str) -> tuple[int, ...]:
 def known_versions() -> tuple[str, ...]:
     """Every release kernelcfg has data for, oldest first."""
     found = (m.group(1) for m in map(_NAME.match, os.listdir(_DIR)) if m)
-    return tuple(sorted(found, key=_key))
+    return tuple(sorted(found, key=version_key))
 
 
 def newest() -> str:
@@ -79,11 +81,6 @@ class Release:
     """``X.Y.Z``."""
     data: dict[str, Any] = field(repr=False)
     """The release's whole data file."""
-
-    @property
-    def key(self) -> tuple[int, ...]:
-        """The version as a tuple of integers, for ordering."""
-        return _key(self.version)
 
     @cached_property
     def kernel_fields(self) -> tuple[FieldFacts, ...]:
