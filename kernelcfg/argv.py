@@ -569,9 +569,7 @@ def _elsewhere(release: Release, what: str, has: Callable[[Release], bool]) -> s
 
     if has(release):
         return None
-    having = [
-        v for v in releases.known_versions() if v != release.version and has(releases.load(v))
-    ]
+    having = releases.versions_where(lambda r: r.version != release.version and has(r))
     if not having:
         return None
     return f"{what} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"

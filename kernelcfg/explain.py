@@ -21,10 +21,6 @@ _EXAMPLES = {
 }
 
 
-def _releases_with(predicate: Any) -> list[str]:
-    return [v for v in releases.known_versions() if predicate(releases.load(v))]
-
-
 def _span(versions: list[str]) -> str:
     known = list(releases.known_versions())
     if not versions:
@@ -52,7 +48,7 @@ def explain(text: str) -> dict[str, Any]:
             field=name,
         )
     newest = releases.load(None)
-    having = _releases_with(lambda r: any(f.name == name for f in r.kernel_fields))
+    having = releases.versions_where(lambda r: any(f.name == name for f in r.kernel_fields))
     facts = next(f for f in releases.load(having[-1]).kernel_fields if f.name == name)
     out: dict[str, Any] = {
         "field": name,
@@ -65,13 +61,13 @@ def explain(text: str) -> dict[str, Any]:
         else f"--kernel-config.{name}",
     }
     if facts.choices is not None:
-        everything = list(
-            dict.fromkeys(c for v in having for c in releases.load(v).choices(facts.choices))
-        )
-        out["choices"] = {
-            c: _span(_releases_with(lambda r, c=c: c in r.choices(facts.choices)))
-            for c in everything
-        }
+        kind = facts.choices
+        everything = dict.fromkeys(c for v in having for c in releases.load(v).choices(kind))
+
+        def offering(choice: str) -> list[str]:
+            return releases.versions_where(lambda r: choice in r.choices(kind))
+
+        out["choices"] = {c: _span(offering(c)) for c in everything}
     if not value:
         if name in _EXAMPLES:
             out["example"] = _EXAMPLES[name].format(value=newest.choices(name)[1])

@@ -119,7 +119,7 @@ def _removed(
 
 def _unknown(name: str, value: str, release: releases.Release) -> Finding:
     hint = closest(name, release.envs)
-    elsewhere = [v for v in releases.known_versions() if name in releases.load(v).envs]
+    elsewhere = releases.versions_where(lambda r: name in r.envs)
     message = f"{name} is not a variable vLLM {release.version} knows; it is ignored"
     if elsewhere:
         message += f" (vLLM {', '.join(elsewhere)} has it)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -17,7 +18,15 @@ from typing import Any
 
 from kernelcfg.errors import UnknownVersionError
 
-__all__ = ["Release", "known_versions", "load", "newest", "parse_version", "version_key"]
+__all__ = [
+    "Release",
+    "known_versions",
+    "load",
+    "newest",
+    "parse_version",
+    "version_key",
+    "versions_where",
+]
 
 _DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"^vllm-(\d+\.\d+\.\d+)\.json$")
@@ -227,3 +236,8 @@ def load(version: str | None = None) -> Release:
     path = _DIR / f"vllm-{canonical}.json"
     with path.open(encoding="utf-8") as fh:
         return Release(canonical, json.load(fh))
+
+
+def versions_where(has: Callable[[Release], bool]) -> list[str]:
+    """The known releases, oldest first, for which ``has`` holds."""
+    return [v for v in known_versions() if has(load(v))]
