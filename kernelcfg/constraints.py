@@ -41,6 +41,7 @@ __all__ = [
     "scheme_from_model",
     "scheme_from_quantization",
     "schemes_of_quantization",
+    "when_unmet",
 ]
 
 _FILE = Path(__file__).resolve().parent / "releases" / "constraints.json"
@@ -581,3 +582,9 @@ def describe(field_name: str, value: str) -> dict[str, Any]:
     """A value's requirements as the catalogue states them (for ``explain``)."""
     raw = _field_rules(field_name)["values"].get(value)
     return dict(raw) if raw else {}
+
+
+def when_unmet(field_name: str) -> str:
+    """What vLLM does when a value of ``field_name`` cannot run (for ``explain``)."""
+    text: str = _field_rules(field_name)["reaction_text"]
+    return text

@@ -73,7 +73,6 @@ def explain(text: str) -> dict[str, Any]:
             out["example"] = _EXAMPLES[name].format(value=newest.choices(name)[1])
         return out
     value = value.strip()
-    rule_field = "linear_backend" if name == "linear_backend_per_quant" else name
     if facts.choices is None or value not in out["choices"]:
         allowed = list(out.get("choices", {}))
         hint = closest(value, allowed) if allowed else None
@@ -82,7 +81,7 @@ def explain(text: str) -> dict[str, Any]:
             + (f" (did you mean {hint!r}?)" if hint else ""),
             field=name,
         )
-    rule = constraints.describe(rule_field, value)
+    rule = constraints.describe(name, value)
     out["value"] = value
     out["value_releases"] = out["choices"][value]
     out["requirements"] = {
@@ -105,7 +104,7 @@ def explain(text: str) -> dict[str, Any]:
         )
         if key in rule
     }
-    out["when_unmet"] = constraints.catalogue()["fields"][rule_field]["reaction_text"]
+    out["when_unmet"] = constraints.when_unmet(name)
     out["source"] = rule.get("source", "")
     if name in _EXAMPLES:
         out["example"] = _EXAMPLES[name].format(value=value)
