@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kernelcfg.inputs import Inputs
-from kernelcfg.platforms import Target
+from kernelcfg.platforms import Target, capability_int
 from kernelcfg.problems import Problem
 from kernelcfg.releases import version_key
 
@@ -184,21 +184,16 @@ def _cap_holds(condition: str, target: Target) -> bool | None:
             if have // 10 == int(term[7:]) // 10:
                 return True
         elif term.startswith(">="):
-            if have >= _cap(term[2:]):
+            if have >= capability_int(term[2:]):
                 return True
         elif term.startswith("=="):
-            if have == _cap(term[2:]):
+            if have == capability_int(term[2:]):
                 return True
         elif ".." in term:
             low, high = term.split("..<")
-            if _cap(low) <= have < _cap(high):
+            if capability_int(low) <= have < capability_int(high):
                 return True
     return False
-
-
-def _cap(text: str) -> int:
-    major, _, minor = text.partition(".")
-    return int(major) * 10 + int(minor or 0)
 
 
 def _describe_cap(condition: str) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "KINDS",
     "PRESETS",
     "Target",
+    "capability_int",
     "default_ir_op_priority",
     "detect",
     "env_flag",
@@ -65,11 +66,8 @@ class Target:
 
     @property
     def capability_int(self) -> int | None:
-        """The capability as vLLM's ``to_int()``: ``major * 10 + minor``."""
-        if self.capability is None:
-            return None
-        major, _, minor = self.capability.partition(".")
-        return int(major) * 10 + int(minor or 0)
+        """The capability as vLLM's ``to_int()`` (see :func:`capability_int`)."""
+        return None if self.capability is None else capability_int(self.capability)
 
     def as_dict(self) -> dict[str, str | None]:
         """The ``platform`` object of kernelcfg's JSON output."""
@@ -80,6 +78,12 @@ class Target:
             "gfx_arch": self.gfx_arch,
             "source": self.source,
         }
+
+
+def capability_int(capability: str) -> int:
+    """``major.minor`` as vLLM's ``DeviceCapability.to_int()``: ``major * 10 + minor``."""
+    major, _, minor = capability.partition(".")
+    return int(major) * 10 + int(minor or 0)
 
 
 def _cuda(device: str, capability: str) -> Target:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelcfg.platforms import Target, detect
+from kernelcfg.platforms import Target, capability_int, detect
 from kernelcfg.releases import Release
 
 __all__ = ["IrOp", "Provider", "Registry", "registry"]
@@ -48,10 +48,8 @@ def _support(rules: dict[str, Any], target: Target) -> tuple[bool, str | None]:
         return False, f"runs on {', '.join(platforms)}, not {target.kind}"
     minimum = rules.get("min_capability")
     if minimum is not None:
-        major, _, minor = minimum.partition(".")
-        wanted = int(major) * 10 + int(minor or 0)
         have = target.capability_int
-        if have is None or have < wanted:
+        if have is None or have < capability_int(minimum):
             return (
                 False,
                 f"needs compute capability {minimum} or newer, target has {target.capability}",
