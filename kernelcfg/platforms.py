@@ -225,9 +225,7 @@ def resolve_target(
     env_cap = env.get("KERNELCFG_CAPABILITY")
     env_gfx = env.get("KERNELCFG_GFX_ARCH")
     if env_device or env_kind or env_cap or env_gfx:
-        base = _preset(env_device) if env_device else None
-        found = _explicit(env_kind, env_cap, env_gfx, base)
-        assert found is not None
+        found = _from_flags(env_device or None, env_kind, env_cap, env_gfx)
         return replace(found, source="environment")
     if allow_detection:
         return detect()
@@ -238,7 +236,8 @@ def resolve_target(
 def _from_flags(
     device: str | None, kind: str | None, capability: str | None, gfx_arch: str | None
 ) -> Target:
-    """The target explicit flags name (cached: batch lines repeat them)."""
+    """The target explicit flags (or their ``KERNELCFG_*`` variables) name; cached, as
+    batch lines repeat them."""
     base = _preset(device) if device is not None else None
     found = _explicit(kind, capability, gfx_arch, base)
     assert found is not None

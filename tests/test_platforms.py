@@ -60,6 +60,17 @@ def test_environment_is_used_when_no_flags() -> None:
     target = resolve_target(environ={"KERNELCFG_DEVICE": "mi300x"})
     assert target.source == "environment"
     assert target.gfx_arch == "gfx942"
+    target = resolve_target(environ={"KERNELCFG_DEVICE": "b200", "KERNELCFG_CAPABILITY": "10.3"})
+    assert (target.device, target.capability, target.source) == (
+        "NVIDIA B200",
+        "10.3",
+        "environment",
+    )
+    target = resolve_target(environ={"KERNELCFG_PLATFORM": "rocm", "KERNELCFG_GFX_ARCH": "GFX950"})
+    assert (target.kind, target.gfx_arch, target.source) == ("rocm", "gfx950", "environment")
+    with pytest.raises(ArgumentError, match="did you mean 'h100'"):
+        resolve_target(environ={"KERNELCFG_DEVICE": "h10"})
+    assert resolve_target(device="b200").source == "preset"  # the flag path's cache is untouched
 
 
 def test_bad_device_suggests_the_closest() -> None:
