@@ -115,7 +115,7 @@ _KERNEL_FIELDS_AS_FLAGS = {"enable_flashinfer_autotune", "monokernel", *_NORMALI
 def _options(release: Release) -> dict[str, _Option]:
     """Every long option string of this release's ``vllm serve`` that kernelcfg knows."""
     engine = set(release.data.get("engine_args", ()))
-    fields = {f.name for f in release.kernel_fields}
+    fields = release.field_facts
     table: dict[str, _Option] = {}
     for dest in engine:
         table["--" + dest.replace("_", "-")] = _Option(dest, "value", kernel=False)
@@ -544,13 +544,11 @@ def validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -
             hint = f"; fields: {', '.join(known)}" + (
                 f" (did you mean {suggestion!r}?)" if suggestion else ""
             )
-            other = _elsewhere(
-                release, repr(loc), lambda r: any(f.name == loc for f in r.kernel_fields)
-            )
+            other = _elsewhere(release, repr(loc), lambda r: loc in r.field_facts)
             if other:
                 hint += f"; {other}"
         elif err["type"] == "literal_error" and err["loc"]:
-            facts = next((f for f in release.kernel_fields if f.name == err["loc"][0]), None)
+            facts = release.field_facts.get(err["loc"][0])
             if facts is not None and facts.choices is not None:
                 suggestion = closest(str(err["input"]), release.choices(facts.choices))
                 if suggestion:

@@ -48,8 +48,8 @@ def explain(text: str) -> dict[str, Any]:
             field=name,
         )
     newest = releases.load(None)
-    having = releases.versions_where(lambda r: any(f.name == name for f in r.kernel_fields))
-    facts = next(f for f in releases.load(having[-1]).kernel_fields if f.name == name)
+    having = releases.versions_where(lambda r: name in r.field_facts)
+    facts = releases.load(having[-1]).field_facts[name]
     out: dict[str, Any] = {
         "field": name,
         "doc": facts.doc,

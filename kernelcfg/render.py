@@ -205,7 +205,7 @@ def as_args(result: Resolution) -> list[str]:
     config = result.kernel_config
     if inputs is None or config is None:
         return []
-    facts = {f.name: f for f in result.release.kernel_fields}
+    facts = result.release.field_facts
     kernel: dict[str, Any] = {}
     for name, value in config.items():
         if name == "ir_op_priority":

@@ -41,7 +41,7 @@ def _ir_schema(release: Release) -> dict[str, Any]:
 
 
 def _field_schema(release: Release, name: str) -> dict[str, Any]:
-    facts = next(f for f in release.kernel_fields if f.name == name)
+    facts = release.field_facts[name]
     schema: dict[str, Any]
     if facts.kind == "ir_op_priority":
         schema = _ir_schema(release)
@@ -81,7 +81,7 @@ def config_file_schema(release: Release) -> dict[str, Any]:
     checked. Keys are the dashed option names, as vLLM's documentation writes them.
     """
     kernel = kernel_config_schema(release)
-    fields = {f.name for f in release.kernel_fields}
+    fields = release.field_facts
     props: dict[str, Any] = {
         "kernel-config": {k: v for k, v in kernel.items() if not k.startswith("$")},
         "ir-op-priority": _ir_schema(release),

@@ -104,7 +104,7 @@ def _fast_value(release: Release, facts: FieldFacts, value: Any) -> tuple[bool, 
 def validate_kernel(release: Release, given: Mapping[str, Any]) -> Values:
     """The values of ``KernelConfig(**given)``; raises pydantic's error when invalid."""
     out = defaults(release)
-    fields = {f.name: f for f in release.kernel_fields}
+    fields = release.field_facts
     for name, value in given.items():
         facts = fields.get(name)
         if facts is None:

@@ -97,6 +97,11 @@ class Release:
         return _kernel_fields(self)
 
     @cached_property
+    def field_facts(self) -> dict[str, FieldFacts]:
+        """``KernelConfig``'s fields by name, in declaration order."""
+        return {f.name: f for f in self.kernel_fields}
+
+    @cached_property
     def ir_ops(self) -> tuple[str, ...]:
         """``IrOpPriorityConfig``'s fields (the IR ops), in declaration order."""
         return tuple(f["name"] for f in self.data["ir_op_priority"]["fields"])
