@@ -98,7 +98,8 @@ def _complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> lis
     previous = args[-1] if args else ""
     if previous in _KERNEL_FLAG_CHOICES:
         values = release.choices(_KERNEL_FLAG_CHOICES[previous])
-        return [v for v in values if v.startswith(incomplete) and v != "passthrough"]
+        passthrough = release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
+        return [v for v in values if v.startswith(incomplete) and v != passthrough]
     flags = [
         *_KERNEL_FLAG_CHOICES,
         "--kernel-config",

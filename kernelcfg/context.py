@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kernelcfg.inputs import DEFAULT_ALL2ALL_BACKEND
 from kernelcfg.platforms import Target
 
 __all__ = ["COMPILATION_MODES", "CUDAGRAPH_MODES", "Compilation", "ResolutionContext"]
@@ -51,7 +52,7 @@ class ResolutionContext:
     """The platform the engine would run on."""
     compilation: Compilation = field(default_factory=Compilation)
     """Compilation settings, as decided before the platform defaults apply."""
-    all2all_backend: str = "allgather_reducescatter"
+    all2all_backend: str = DEFAULT_ALL2ALL_BACKEND
     """The parallel config's all2all backend; the passthrough rule may rebind it."""
     architectures: list[str] | None = None
     """The model's architectures; ``None`` when there is no model config."""

@@ -13,7 +13,10 @@ from typing import Any
 
 from kernelcfg.problems import Problem
 
-__all__ = ["Inputs"]
+__all__ = ["DEFAULT_ALL2ALL_BACKEND", "Inputs"]
+
+DEFAULT_ALL2ALL_BACKEND = "allgather_reducescatter"
+"""vLLM's ``ParallelConfig.all2all_backend`` default."""
 
 
 @dataclass
@@ -42,7 +45,7 @@ class Inputs:
     """``--enable-fault-tolerance``: keeps JIT warm-up on under ``--enforce-eager``."""
     enable_lora: bool | None = None
     """``--enable-lora``."""
-    all2all_backend: str = "allgather_reducescatter"
+    all2all_backend: str = DEFAULT_ALL2ALL_BACKEND
     """``--all2all-backend`` as given."""
     all2all_given: bool = False
     """Whether ``--all2all-backend`` was given."""

@@ -10,6 +10,7 @@ import shlex
 from typing import Any
 
 from kernelcfg import hashing
+from kernelcfg.inputs import DEFAULT_ALL2ALL_BACKEND
 from kernelcfg.pipeline import Failure
 from kernelcfg.resolution import Resolution
 
@@ -241,7 +242,7 @@ def as_args(result: Resolution) -> list[str]:
         out.append("--enable-lora")
     a2a = result.parallel.get("all2all_backend")
     passthrough = result.release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
-    if a2a not in (None, "allgather_reducescatter", passthrough):
+    if a2a not in (None, DEFAULT_ALL2ALL_BACKEND, passthrough):
         out += ["--all2all-backend", str(a2a)]
     if inputs.enable_expert_parallel:
         out.append("--enable-expert-parallel")

@@ -16,7 +16,7 @@ from typing import Any
 from kernelcfg import hashing, rules
 from kernelcfg.context import Compilation, ResolutionContext
 from kernelcfg.errors import KernelcfgError
-from kernelcfg.inputs import Inputs
+from kernelcfg.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
 from kernelcfg.ir import registry
 from kernelcfg.platforms import Target
 from kernelcfg.problems import Problem, exit_code
@@ -219,10 +219,10 @@ def _all2all(release: Release, inputs: Inputs, result: Resolution) -> str:
                 "all2all-backend-removed",
                 "all2all_backend",
                 f"The {value!r} all2all backend has been removed; vLLM falls back to "
-                "'allgather_reducescatter'",
+                f"{DEFAULT_ALL2ALL_BACKEND!r}",
             )
         )
-        return "allgather_reducescatter"
+        return DEFAULT_ALL2ALL_BACKEND
     return value
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from kernelcfg.errors import EngineError
+from kernelcfg.inputs import DEFAULT_ALL2ALL_BACKEND
 from kernelcfg.platforms import default_ir_op_priority
 from kernelcfg.releases import Release
 from kernelcfg.values import append_platform_defaults
@@ -25,8 +26,6 @@ __all__ = [
     "set_platform_defaults",
     "validate_flashinfer_moe_ep_model",
 ]
-
-_DEFAULT_ALL2ALL = "allgather_reducescatter"
 
 
 class HasAll2All(Protocol):
@@ -71,7 +70,7 @@ def bind_passthrough_all2all_backend(
     if moe_backend in own:
         if a2a == passthrough:
             return
-        if a2a != _DEFAULT_ALL2ALL:
+        if a2a != DEFAULT_ALL2ALL_BACKEND:
             raise RuleError(
                 f"moe_backend={moe_backend!r} dispatches and combines itself and "
                 f"cannot be paired with all2all_backend={a2a!r}; leave "
