@@ -13,7 +13,8 @@ import torch
 
 __all__ = ["PREDICATES"]
 
-Predicate = Callable[..., bool]
+Predicate = Callable[[dict[str, Any]], bool]
+"""An argument rule: the op's arguments by name to whether the provider takes them."""
 
 
 def _weight_matches(x: Any, weight: Any) -> bool:
@@ -108,7 +109,7 @@ def _triton_gelu(args: dict[str, Any]) -> bool:
     return bool(last > 0 and last % 2 == 0 and last // 2 <= 32768)
 
 
-PREDICATES: dict[str, Callable[[dict[str, Any]], bool]] = {
+PREDICATES: dict[str, Predicate] = {
     "vllm_c": _vllm_c,
     "aiter": _aiter,
     "aiter_flat2d": _aiter_flat2d,
