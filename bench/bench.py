@@ -107,6 +107,69 @@ def batch_rate(count: int) -> dict[str, float]:
     return {"lines": count, "seconds": elapsed, "per_second": count / elapsed}
 
 
+def _hostile_inputs(tmp: Path) -> dict[str, list[str]]:
+    """The worst inputs of the robustness tests, as command lines (files written to tmp)."""
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    bomb += [
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]"
+        for i in range(8)
+    ]
+    (tmp / "bomb.yaml").write_text("\n".join([*bomb, "kernel-config: {moe_backend: *i}"]))
+    (tmp / "big.yaml").write_text("moe-backend: " + "x" * 10_000_000 + "\n")
+    (tmp / "huge.yaml").write_bytes(b"#" * (17 * 1024 * 1024))
+    (tmp / "deep.yaml").write_text("kernel-config: " + "[" * 3000 + "]" * 3000 + "\n")
+    (tmp / "many.env").write_text("".join(f"VLLM_UNKNOWN_{i}=1\n" for i in range(200_000)))
+    with (tmp / "bad.jsonl").open("w") as fh:
+        fh.write((json.dumps(["--moe-backend", "triton"]) + "\n") * 1000)
+        fh.write(json.dumps(["a" * 300]) + "\n" + '{"id": NaN, "argv": []}\n')
+        fh.write((json.dumps(["--moe-backend", "triton"]) + "\n") * 1000)
+    os.mkfifo(tmp / "fifo.yaml")
+    kc = [PY, "-m", "kernelcfg"]
+    return {
+        "yaml alias bomb": [*kc, "resolve", "--device", "h100", "--config", str(tmp / "bomb.yaml")],
+        "10 MB value": [*kc, "resolve", "--device", "h100", "--config", str(tmp / "big.yaml")],
+        "17 MiB file": [*kc, "resolve", "--device", "h100", "--config", str(tmp / "huge.yaml")],
+        "3,000-deep YAML": [*kc, "resolve", "--device", "h100", "--config", str(tmp / "deep.yaml")],
+        "/dev/zero as --config": [*kc, "resolve", "--config", "/dev/zero.yaml"],
+        "FIFO as --config": [
+            *kc,
+            "resolve",
+            "--device",
+            "h100",
+            "--config",
+            str(tmp / "fifo.yaml"),
+        ],
+        "/dev/zero as --batch": [*kc, "resolve", "--batch", "/dev/zero"],
+        "lint-env, 200k unknowns": [*kc, "lint-env", "--env-file", str(tmp / "many.env")],
+        "batch with bad lines": [
+            *kc,
+            "resolve",
+            "--device",
+            "h100",
+            "--batch",
+            str(tmp / "bad.jsonl"),
+        ],
+    }
+
+
+def hostile() -> dict[str, dict[str, float]]:
+    """Wall time and peak memory of the worst inputs; each must stay under 1 s and 100 MiB."""
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as name:
+        for label, cmd in _hostile_inputs(Path(name)).items():
+            start = time.perf_counter()
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            out[label] = {
+                "seconds": round(time.perf_counter() - start, 3),
+                "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+                "exit_code": os.waitstatus_to_exitcode(status),
+            }
+    return out
+
+
 def main() -> None:
     rounds = int(os.environ.get("KERNELCFG_BENCH_ROUNDS", "15"))
     lines = int(os.environ.get("KERNELCFG_BENCH_LINES", "20000"))
@@ -114,7 +177,9 @@ def main() -> None:
     torch = torch_imported()
     runs = [batch_rate(lines) for _ in range(3)]
     best = max(runs, key=lambda r: r["per_second"])
+    worst = hostile()
     report = {
+        "hostile_inputs": worst,
         "cold_start": cold,
         "torch_imported_on_resolve": torch,
         "batch_best_of_3": best,
@@ -126,6 +191,7 @@ def main() -> None:
         and cold["peak_rss_mib"] <= 40
         and not torch
         and best["per_second"] >= 20000
+        and all(w["seconds"] < 1 and w["peak_rss_mib"] < 100 for w in worst.values())
     )
     print("targets met" if ok else "targets MISSED", file=sys.stderr)
 

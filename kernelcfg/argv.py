@@ -19,9 +19,9 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
-from kernelcfg import values
+from kernelcfg import bounded, values
 from kernelcfg.context import COMPILATION_MODES, CUDAGRAPH_MODES
-from kernelcfg.errors import ArgumentError, closest
+from kernelcfg.errors import ArgumentError, EngineError, closest
 from kernelcfg.inputs import Inputs
 from kernelcfg.problems import Problem
 from kernelcfg.releases import Release
@@ -187,22 +187,7 @@ def _load_yaml(path_text: str, notes: list[Problem]) -> list[str]:
             field="config",
         )
     path = Path(path_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ArgumentError(
-            f"--config: cannot read {path_text!r} ({exc.strerror or exc}); vLLM stops here too",
-            field="config",
-        ) from None
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = str(exc).splitlines()[0] if str(exc) else "malformed YAML"
-        raise ArgumentError(
-            f"--config: {path_text!r} is not valid YAML: {problem}", field="config"
-        ) from None
+    data = bounded.loads_yaml(bounded.read_text(path_text, "--config"), f"--config {path.name}")
     if data is None:
         return []
     if not isinstance(data, dict):
@@ -232,10 +217,39 @@ def _load_yaml(path_text: str, notes: list[Problem]) -> list[str]:
                 out.append(_token(name, origin))
                 out.extend(_token(str(v), origin) for v in value)
         elif isinstance(value, dict):
-            out.extend([_token(name, origin), _token(json.dumps(value), origin)])
+            text = _yaml_json(value, path.name, key)
+            out.extend([_token(name, origin), _token(text, origin)])
         else:
-            out.extend([_token(name, origin), _token(str(value), origin)])
+            out.extend([_token(name, origin), _token(_yaml_scalar(value, path.name, key), origin)])
     return out
+
+
+def _yaml_scalar(value: Any, file: str, key: object) -> str:
+    """A YAML scalar as vLLM passes it on (``str()``); binary and sets are refused."""
+    if isinstance(value, bytes | set):
+        raise ArgumentError(
+            f"--config {file}: {key!s} holds a YAML {type(value).__name__}, which vllm serve "
+            "cannot pass on as an option value",
+            field=str(key),
+        )
+    try:
+        return str(value)
+    except ValueError as exc:  # an integer beyond Python's digit limit
+        raise ArgumentError(
+            f"--config {file}: {key!s}: {bounded.one_line(str(exc))}", field=str(key)
+        ) from None
+
+
+def _yaml_json(value: dict[Any, Any], file: str, key: object) -> str:
+    """A YAML mapping as the JSON text vLLM makes of it; values JSON cannot hold refused."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(
+            f"--config {file}: {key!s} holds a value JSON cannot carry "
+            f"({bounded.one_line(str(exc))}); vLLM itself would crash on it",
+            field=str(key),
+        ) from None
 
 
 def _expand_config(tokens: list[str], notes: list[Problem]) -> list[str]:
@@ -317,9 +331,14 @@ def _dotted_value(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         pass
+    except (RecursionError, ValueError) as exc:
+        reason = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise ArgumentError(
+            f"dotted value {bounded.shown(text)}: unusable JSON ({bounded.one_line(reason)})"
+        ) from None
     try:
         return _human_int(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         return text
 
 
@@ -488,14 +507,21 @@ def _json(flag: str, token: str) -> Any:
         value = json.loads(token)
     except json.JSONDecodeError as exc:
         raise ArgumentError(
-            f"argument {flag}: {str(token)!r} is not valid JSON ({exc.msg} at column "
-            f"{exc.colno}); for one field write {flag}.FIELD=VALUE",
+            f"argument {flag}: {bounded.shown(str(token))} is not valid JSON ({exc.msg} at "
+            f"column {exc.colno}); for one field write {flag}.FIELD=VALUE",
             field=flag,
+        ) from None
+    except (RecursionError, ValueError) as exc:
+        reason = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise ArgumentError(
+            f"argument {flag}: unusable JSON ({bounded.one_line(reason)})", field=flag
         ) from None
     if not isinstance(value, dict):
         raise ArgumentError(
-            f"argument {flag}: expected a JSON object, got {str(token)!r}", field=flag
+            f"argument {flag}: expected a JSON object, got {bounded.shown(str(token))}",
+            field=flag,
         )
+    bounded.check_depth(value, f"argument {flag}")
     return value
 
 
@@ -842,7 +868,14 @@ def _apply(
         if dest == "all2all_backend":
             inputs.all2all_given = True
     elif dest in ("data_parallel_size", "tensor_parallel_size"):
-        setattr(inputs, dest, _int(flag, value))
+        number = _int(flag, value)
+        if number < 1:
+            raise EngineError(
+                f"{dest} must be at least 1, got {number}; vLLM's ParallelConfig refuses it "
+                "while building the engine config",
+                field=dest,
+            )
+        setattr(inputs, dest, number)
     elif dest == "optimization_level":
         inputs.optimization_level = _optimization_level(value)
     elif dest == "quantization":
@@ -869,38 +902,74 @@ def _read_model_config(inputs: Inputs, hf_config_path: str | None) -> None:
     for candidate in (hf_config_path, inputs.model):
         if not candidate:
             continue
-        path = Path(candidate)
-        config_file = path / "config.json" if path.is_dir() else path
-        if config_file.name == "config.json" and config_file.is_file():
-            try:
-                data = json.loads(config_file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ArgumentError(
-                    f"cannot read {config_file}: {exc}", field="hf_config_path"
-                ) from None
-            archs = data.get("architectures")
-            if isinstance(archs, list) and inputs.architectures is None:
-                inputs.architectures = [str(a) for a in archs]
-                inputs.sources["architectures"] = str(config_file)
-            quant = data.get("quantization_config")
-            if isinstance(quant, dict) and inputs.quantization is None:
-                method = quant.get("quant_method")
-                if isinstance(method, str):
-                    inputs.quantization = method
-            if inputs.quant_scheme is None and (isinstance(quant, dict) or not inputs.quantization):
-                from kernelcfg.constraints import scheme_from_model
-
-                inputs.quant_scheme = scheme_from_model(quant if isinstance(quant, dict) else None)
-                if inputs.quant_scheme:
-                    inputs.sources["quant_scheme"] = str(config_file)
-            return
-        if candidate is inputs.model and not path.exists():
-            inputs.notes.append(
-                Problem(
-                    "info",
-                    "model-not-local",
-                    "model",
-                    f"{candidate!r} is not a local folder; kernelcfg never downloads, so "
-                    "its architectures are unknown unless given with --architecture",
-                )
+        config_file = _local_config(candidate)
+        if config_file is None:
+            _note_not_local(inputs, candidate, given=candidate is hf_config_path)
+            continue
+        data = bounded.loads_json(
+            bounded.read_text(config_file, "config.json"),
+            f"config.json {bounded.shown(config_file)}",
+        )
+        if not isinstance(data, dict):
+            raise ArgumentError(
+                f"{bounded.shown(config_file)} holds a JSON {type(data).__name__}, not the "
+                "mapping a model's config.json is; vLLM cannot load it either",
+                field="hf_config_path",
             )
+        _apply_model_config(inputs, data, config_file)
+        return
+
+
+def _local_config(candidate: str) -> str | None:
+    """The ``config.json`` a model path names, or ``None`` when it names none here."""
+    if bounded.file_problem(candidate) is None:
+        return candidate if Path(candidate).name == "config.json" else None
+    inside = str(Path(candidate) / "config.json")
+    return inside if bounded.file_problem(inside) is None else None
+
+
+def _note_not_local(inputs: Inputs, candidate: str, *, given: bool) -> None:
+    problem = bounded.file_problem(candidate)
+    if given or (problem is not None and _looks_like_path(candidate)):
+        reason = problem or "it holds no config.json"
+        inputs.notes.append(
+            Problem(
+                "warning",
+                "model-config-unreadable",
+                "hf_config_path" if given else "model",
+                f"{bounded.shown(candidate)}: {reason}; kernelcfg cannot read the model's "
+                "architectures or quantisation from it (vLLM would fail to load it)",
+            )
+        )
+        return
+    inputs.notes.append(
+        Problem(
+            "info",
+            "model-not-local",
+            "model",
+            f"{bounded.shown(candidate)} is not a local folder; kernelcfg never downloads, so "
+            "its architectures are unknown unless given with --architecture",
+        )
+    )
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1
+
+
+def _apply_model_config(inputs: Inputs, data: dict[str, Any], config_file: str) -> None:
+    archs = data.get("architectures")
+    if isinstance(archs, list) and inputs.architectures is None:
+        inputs.architectures = [str(a) for a in archs]
+        inputs.sources["architectures"] = config_file
+    quant = data.get("quantization_config")
+    if isinstance(quant, dict) and inputs.quantization is None:
+        method = quant.get("quant_method")
+        if isinstance(method, str):
+            inputs.quantization = method
+    if inputs.quant_scheme is None and (isinstance(quant, dict) or not inputs.quantization):
+        from kernelcfg.constraints import scheme_from_model
+
+        inputs.quant_scheme = scheme_from_model(quant if isinstance(quant, dict) else None)
+        if inputs.quant_scheme:
+            inputs.sources["quant_scheme"] = config_file

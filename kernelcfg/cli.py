@@ -16,6 +16,7 @@ from kernelcfg._version import __version__
 
 app = typer.Typer(
     name="kernelcfg",
+    pretty_exceptions_enable=False,
     help=(
         "Tell what vLLM will do with its kernel flags, before a GPU is booked.\n\n"
         "kernelcfg reads vLLM's kernel flags (--moe-backend, --linear-backend, "
@@ -51,6 +52,21 @@ def _write_report(fmt: str, entries: list[Any]) -> None:
     sys.stdout.write(
         {"github": reports.github, "junit": reports.junit, "sarif": reports.sarif}[fmt](entries)
     )
+
+
+_TABLE_ROWS = 1000
+"""A people-facing table shows at most this many rows; the machine formats show all."""
+
+
+def _cell(text: str, limit: int = 300) -> Any:
+    """User-controlled text for a rich table: no markup, one line, cut to ``limit``."""
+    from rich.text import Text
+
+    from kernelcfg.bounded import one_line
+
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(text):,} characters)"
+    return Text(one_line(text))
 
 
 def _refuse(message: str, code: int) -> typer.Exit:
@@ -165,7 +181,9 @@ machine's GPU (through torch), then cpu; the output says which.
         "--kernel-config.moe_backend=triton -tp 8\n\n"
         "  kernelcfg resolve --batch matrix.jsonl --device b200 > results.jsonl\n\n"
         "Exit codes: 0 valid; 1 vLLM would refuse it at engine start-up (or the target "
-        "cannot run it); 2 vLLM would refuse it while reading its arguments."
+        "cannot run it); 2 vLLM would refuse it while reading its arguments, or the input "
+        "cannot be read (files: regular, at most 16 MiB, UTF-8; JSON/YAML nested at most "
+        "64 levels); 70 a bug in kernelcfg."
     ),
 )
 def resolve(
@@ -177,7 +195,15 @@ def resolve(
             autocompletion=_complete_flags,
         ),
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            help="Output format (default table; with --batch, JSON lines). With --batch: "
+            "json, table (a summary), github, junit or sarif.",
+            show_default=False,
+        ),
+    ] = None,
     batch: Annotated[
         str | None,
         typer.Option(
@@ -201,6 +227,7 @@ def resolve(
     if batch is not None:
         raise typer.Exit(_run_batch(batch, flags, fmt, strict=strict, quiet=quiet))
     result = pipeline.resolve_args(flags)
+    fmt = fmt or Format.table
     data = render.as_data(result, strict=strict, sources=explain_sources)
     code = render.exit_code_of(result, strict=strict)
     _print_problems(data["problems"], quiet)
@@ -229,45 +256,153 @@ def resolve(
     raise typer.Exit(code)
 
 
-def _run_batch(path: str, flags: list[str], fmt: Format, *, strict: bool, quiet: bool) -> int:
-    """``--batch``: JSON lines out (any format but the CI reports, which gather entries)."""
-    import gc
+_BATCH_REFUSED = (Format.yaml, Format.env, Format.args)
 
+
+def _open_batch(path: str) -> Any:
+    """The ``--batch`` input as a byte stream: stdin for ``-``, else a regular file."""
+    from kernelcfg import bounded
+
+    if path == "-":
+        if sys.stdin is None:
+            raise _refuse("--batch -: standard input is closed", 2)
+        return sys.stdin.buffer
+    problem = bounded.file_problem(path)
+    if problem is not None:
+        hint = " (to read a pipe, use --batch - < PIPE)" if "pipe" in problem else ""
+        raise _refuse(f"--batch: cannot read {bounded.shown(path)}: {problem}{hint}", 2)
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise _refuse(
+            f"--batch: cannot read {bounded.shown(path)}: {exc.strerror or exc}", 2
+        ) from None
+
+
+class _Out:
+    """stdout for a stream of lines: written in small chunks, each chunk whole.
+
+    Ctrl-C during a write is held until the write is done, so the output ends on a
+    line boundary; a closed pipe (``| head``) ends the writing quietly.
+    """
+
+    def __init__(self, every: int) -> None:
+        self.pending: list[str] = []
+        self.every = every
+        self.closed = False
+        self.writing = False
+        self.interrupted = False
+
+    def add(self, line: str) -> None:
+        self.pending.append(line)
+        if len(self.pending) >= self.every:
+            self.flush()
+
+    def on_sigint(self, signum: int, frame: object) -> None:
+        del signum, frame
+        self.interrupted = True
+        if not self.writing:
+            raise KeyboardInterrupt
+
+    def flush(self) -> None:
+        if self.closed or not self.pending:
+            self.pending.clear()
+            return
+        self.writing = True
+        try:
+            _write_whole("\n".join(self.pending) + "\n")
+        except BrokenPipeError:
+            self.closed = True
+            _silence_stdout()
+        finally:
+            self.writing = False
+            self.pending.clear()
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+
+def _write_whole(text: str) -> None:
+    """Write ``text`` to stdout completely, retrying short writes (a full pipe, a signal)."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream (tests)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    data = memoryview(text.encode("utf-8", "backslashreplace"))
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush cannot fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _run_batch(
+    path: str, flags: list[str], fmt: Format | None, *, strict: bool, quiet: bool
+) -> int:
+    """``--batch``: one JSON line per input line, written as they are known; or a report."""
     from kernelcfg import pipeline, render
     from kernelcfg.reports import Entry
 
+    if fmt in _BATCH_REFUSED:
+        assert fmt is not None
+        raise _refuse(
+            f"--format {fmt.value} describes one resolution; with --batch use json (one line "
+            "per input line), table (a summary) or github, junit, sarif",
+            2,
+        )
     report = fmt in (Format.github, Format.junit, Format.sarif)
+    summary = fmt is Format.table
     entries: list[Entry] = []
+    rows: list[dict[str, Any]] = []
+    import signal
 
-    gc.freeze()  # the loop makes no cycles worth collecting; spare it the scans
+    from kernelcfg import bounded
 
-    try:
-        stream = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
-    except OSError as exc:
-        raise _refuse(f"--batch: cannot read {path!r}: {exc.strerror}", 2) from None
+    out = _Out(1 if path == "-" else 256)
     worst = 0
-    out: list[str] = []
-    with stream:
-        for line_id, number, result in pipeline.batch(stream, flags):
-            code = render.exit_code_of(result, strict=strict)
-            worst = max(worst, code)
-            name = line_id if line_id is not None else number
-            if report:
-                problems = render.as_data(result, strict=strict)["problems"]
-                entries.append(
-                    Entry(f"line {number}" if line_id is None else str(name), code, problems)
-                )
-                continue
-            extra = {"id": name, "exit_code": code}
-            out.append(render.json_line(result, extra, strict=strict))
-            if len(out) >= 512:
-                if not quiet:
-                    sys.stdout.write("\n".join(out) + "\n")
-                out.clear()
-    if out and not quiet:
-        sys.stdout.write("\n".join(out) + "\n")
+    stream = _open_batch(path)
+    previous = signal.signal(signal.SIGINT, out.on_sigint)
+    try:
+        with stream:
+            for line in pipeline.batch(bounded.lines(stream), flags):
+                result = line.result
+                code = render.exit_code_of(result, strict=strict)
+                worst = max(worst, code)
+                if isinstance(result, pipeline.Failure) and result.traceback:
+                    sys.stderr.write(result.traceback)
+                if quiet or out.closed:
+                    continue
+                if report or summary:
+                    problems = render.as_data(result, strict=strict)["problems"]
+                    if report:
+                        entries.append(Entry(str(line.id), code, problems))
+                    else:
+                        rows.append(render.summary_row(result, line.id, code, strict=strict))
+                    continue
+                extra = {"id": line.id, "exit_code": code}
+                out.add(render.json_line(result, extra, strict=strict))
+        out.flush()
+    except KeyboardInterrupt:
+        out.pending.clear()
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if report and not quiet:
-        _write_report(fmt, entries)
+        _write_report(fmt.value if fmt else "github", entries)
+    if summary and not quiet:
+        from rich.console import Console
+
+        Console().print(render.summary_table(rows))
     return worst
 
 
@@ -403,13 +538,13 @@ def diff(
     but are not hashed -- they cannot explain a cache miss.
     """
     import json
-    from pathlib import Path
 
     from kernelcfg import diff as diff_mod
+    from kernelcfg.bounded import file_problem, one_line
     from kernelcfg.errors import KernelcfgError
 
     rest = list(sides or [])
-    files = [x for x in rest if x.endswith((".json", ".yaml", ".yml")) and Path(x).is_file()]
+    files = [x for x in rest if x.endswith((".json", ".yaml", ".yml")) and file_problem(x) is None]
     common = [x for x in rest if x not in files]
     if a is None and b is None and len(files) == 2:
         a, b = files
@@ -423,23 +558,26 @@ def diff(
         raise _refuse(exc.message, 2) from None
     code = 0 if data["same_hash"] else 1
     if fmt is ListFormat.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
         raise typer.Exit(code)
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
-    console.print(
-        f"A {data['a']['hash']}  ({data['a']['label']}, vLLM {data['a']['vllm_version']})"
-    )
-    console.print(
-        f"B {data['b']['hash']}  ({data['b']['label']}, vLLM {data['b']['vllm_version']})"
-    )
-    console.print(data["summary"])
+    for side in ("a", "b"):
+        label = one_line(f"{data[side]['label']}, vLLM {data[side]['vllm_version']}")
+        console.print(Text(f"{side.upper()} {data[side]['hash']}  ({label})"))
+    console.print(Text(one_line(data["summary"])))
     if data["hashed_differences"]:
         table = Table("hashed field", "A", "B", title="hash factors that differ")
         for row in data["hashed_differences"]:
-            table.add_row(row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+            table.add_row(
+                *(
+                    Text(one_line(str(x)))
+                    for x in (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+                )
+            )
         console.print(table)
     for row in data["ir_op_priority_lists"]:
         console.print(f"IR {row['op']}: A {row['a']}  B {row['b']}")
@@ -452,7 +590,12 @@ def diff(
             "field (not hashed)", "A", "B", title="differ, but cannot explain a cache miss"
         )
         for row in data["not_hashed_differences"]:
-            table.add_row(row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+            table.add_row(
+                *(
+                    Text(one_line(str(x)))
+                    for x in (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+                )
+            )
         console.print(table)
     raise typer.Exit(code)
 
@@ -508,9 +651,13 @@ def lint_env(
         from rich.table import Table
 
         table = Table("variable", "value", "finding", title=f"vLLM {release.version}")
-        for f in findings:
+        for f in findings[:_TABLE_ROWS]:
             style = "yellow" if f.severity == "warning" else "dim"
-            table.add_row(f.variable, f.value, f.message, style=style)
+            table.add_row(_cell(f.variable), _cell(f.value), _cell(f.message), style=style)
+        if len(findings) > _TABLE_ROWS:
+            table.caption = (
+                f"the first {_TABLE_ROWS:,} of {len(findings):,} findings; --format json has all"
+            )
         Console().print(table if findings else "no kernel-relevant variables set")
     raise typer.Exit(code)
 
@@ -700,6 +847,35 @@ def schema(
     sys.stdout.write(json.dumps(build(release), indent=2) + "\n")
 
 
+def _guard_streams() -> None:
+    """Output never crashes: undecodable text is escaped, a closed stream is a null one."""
+    import os
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+        elif hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: exit 0, 1 or 2 as documented; 70 for a kernelcfg bug."""
+    import traceback
+
+    from kernelcfg.problems import EXIT_BUG
+
+    _guard_streams()
+    try:
+        app(standalone_mode=True)
+    except SystemExit:
+        raise
+    except BrokenPipeError:
+        _silence_stdout()
+        raise SystemExit(0) from None
+    except Exception:  # a bug, never bad input: show it, and exit apart from 0/1/2
+        traceback.print_exc()
+        sys.stderr.write(
+            "kernelcfg hit a bug (exit 70); please report it with the command line above\n"
+        )
+        raise SystemExit(EXIT_BUG) from None

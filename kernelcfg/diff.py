@@ -8,14 +8,13 @@ environment) given to the command apply to both flag sides.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kernelcfg import releases
+from kernelcfg.bounded import loads_json, read_text, shown
 from kernelcfg.errors import ArgumentError
 from kernelcfg.pipeline import Failure, resolve_args
 
@@ -40,20 +39,31 @@ class Side:
     """What was hashed."""
 
 
-def _from_saved(path: Path) -> Side:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ArgumentError(f"cannot read {str(path)!r} as a saved resolve: {exc}") from None
-    needed = ("vllm_version", "kernel_config", "hash", "hash_factors")
-    if not isinstance(data, dict) or any(data.get(k) is None for k in needed):
-        raise ArgumentError(
-            f"{str(path)!r} is not a `kernelcfg resolve --format json` output with a hash"
-        )
+_SAVED_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "vllm_version": str,
+    "kernel_config": dict,
+    "hash": str,
+    "hash_factors": dict,
+}
+
+
+def _from_saved(path: str) -> Side:
+    what = f"saved resolve {shown(path)}"
+    data = loads_json(read_text(path, "diff"), what)
+    if not isinstance(data, dict):
+        raise ArgumentError(f"{what} is not a `kernelcfg resolve --format json` output")
+    for key, kind in _SAVED_SHAPE.items():
+        if not isinstance(data.get(key), kind):
+            raise ArgumentError(
+                f"{what}: {key!r} is missing or not a {getattr(kind, '__name__', kind)}; "
+                "save it with `kernelcfg resolve --format json` (a line without a hash "
+                "cannot be compared)"
+            )
+    platform = data.get("platform")
     return Side(
-        str(path),
+        path,
         data["vllm_version"],
-        data.get("platform"),
+        platform if isinstance(platform, dict) else None,
         data["kernel_config"],
         data["hash"],
         data["hash_factors"],
@@ -62,19 +72,21 @@ def _from_saved(path: Path) -> Side:
 
 def load_side(spec: str, common: Sequence[str] = ()) -> Side:
     """Resolve one side: a saved JSON output, a YAML config file, or flags."""
-    path = Path(spec)
-    if spec.endswith(".json") and path.is_file():
-        return _from_saved(path)
+    if spec.endswith(".json") and not spec.startswith("-"):
+        return _from_saved(spec)
     if spec.endswith((".yaml", ".yml")) and not spec.startswith("-"):
         args = [*common, "--config", spec]
     else:
-        args = [*common, *shlex.split(spec)]
+        try:
+            args = [*common, *shlex.split(spec)]
+        except ValueError as exc:
+            raise ArgumentError(f"{shown(spec)}: cannot split into flags ({exc})") from None
     result = resolve_args(args)
     if isinstance(result, Failure):
-        raise ArgumentError(f"{spec!r}: {result.problem.message}")
+        raise ArgumentError(f"{shown(spec)}: {result.problem.message}")
     if result.hash is None or result.hash_factors is None or result.kernel_config is None:
         reason = next((p.message for p in result.problems if p.severity == "error"), "")
-        raise ArgumentError(f"{spec!r} has no hash: {reason}")
+        raise ArgumentError(f"{shown(spec)} has no hash: {reason}")
     return Side(
         spec,
         result.release.version,

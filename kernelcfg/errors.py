@@ -20,9 +20,15 @@ __all__ = [
 ]
 
 
+_LONGEST_GUESS = 100
+"""Longer values get no suggestion: difflib's cost grows with the square of the length."""
+
+
 def closest(value: str, allowed: Iterable[str]) -> str | None:
     """The allowed value nearest to ``value``, when one is near enough to suggest."""
     choices = list(allowed)
+    if len(value) > _LONGEST_GUESS:
+        return None
     lowered = {c.lower(): c for c in choices}
     if value.lower() in lowered:
         return lowered[value.lower()]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcfg import releases
+from kernelcfg.bounded import read_text
 from kernelcfg.errors import ArgumentError, closest
 from kernelcfg.platforms import env_flag
 
@@ -62,10 +63,7 @@ def _history() -> dict[str, Any]:
 
 def read_env_file(path: str) -> dict[str, str]:
     """``KEY=VALUE`` lines as ``docker --env-file`` reads them (``#`` comments, blanks)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ArgumentError(f"--env-file: cannot read {path!r} ({exc.strerror})") from None
+    text = read_text(path, "--env-file")
     out: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -117,9 +115,23 @@ def _removed(
     )
 
 
-def _unknown(name: str, value: str, release: releases.Release) -> Finding:
-    hint = closest(name, release.envs)
-    elsewhere = releases.versions_where(lambda r: name in r.envs)
+@cache
+def _known_elsewhere() -> dict[str, tuple[str, ...]]:
+    """Every variable any known release has, with the releases that have it."""
+    found: dict[str, list[str]] = {}
+    for version in releases.known_versions():
+        for name in releases.load(version).envs:
+            found.setdefault(name, []).append(version)
+    return {name: tuple(versions) for name, versions in found.items()}
+
+
+_SUGGESTIONS = 200
+"""Closest-name suggestions are worked out for this many unknown variables, no more."""
+
+
+def _unknown(name: str, value: str, release: releases.Release, *, suggest: bool) -> Finding:
+    hint = closest(name, release.envs) if suggest else None
+    elsewhere = _known_elsewhere().get(name, ())
     message = f"{name} is not a variable vLLM {release.version} knows; it is ignored"
     if elsewhere:
         message += f" (vLLM {', '.join(elsewhere)} has it)"
@@ -133,6 +145,7 @@ def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]
     history = _history()
     resolution: dict[str, str] = history["resolution"]
     findings: list[Finding] = []
+    unknown = 0
     for name in sorted(environ):
         value = environ[name]
         if name in resolution and (name in release.envs or not name.startswith("VLLM_")):
@@ -161,5 +174,6 @@ def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]
                 _removed(name, value, history["removed"][name], environ, release.version)
             )
         else:
-            findings.append(_unknown(name, value, release))
+            unknown += 1
+            findings.append(_unknown(name, value, release, suggest=unknown <= _SUGGESTIONS))
     return findings

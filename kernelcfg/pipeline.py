@@ -4,21 +4,31 @@ read the flags, resolve. Also the ``--batch`` loop, which returns data lines.
 
 from __future__ import annotations
 
-import json
 import os
+import traceback as traceback_mod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernelcfg import argv as argv_mod
 from kernelcfg import releases
-from kernelcfg.errors import KernelcfgError
+from kernelcfg.bounded import loads_json, one_line
+from kernelcfg.errors import ArgumentError, KernelcfgError
 from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target, resolve_target
-from kernelcfg.problems import Problem
+from kernelcfg.problems import EXIT_BUG, EXIT_USAGE, Problem
 from kernelcfg.resolution import Resolution, resolve
 
-__all__ = ["Failure", "Request", "batch", "engine_env", "prepare", "resolve_args"]
+__all__ = [
+    "INPUT_ERRORS",
+    "Failure",
+    "Line",
+    "Request",
+    "batch",
+    "engine_env",
+    "prepare",
+    "resolve_args",
+]
 
 ENV_PREFIXES = ("VLLM_",)
 ENV_NAMES = ("TORCH_COMPILE_DISABLE",)
@@ -74,6 +84,8 @@ class Failure:
     """The release, when it was known."""
     target: Target | None = None
     """The target, when it was known."""
+    traceback: str | None = None
+    """For a kernelcfg bug: the traceback, for the CLI to show."""
 
 
 def prepare(
@@ -120,13 +132,27 @@ def _target(
     )
 
 
+INPUT_ERRORS = (OSError, UnicodeError, RecursionError, ValueError, OverflowError)
+"""What unusable input raises where it is read: each becomes exit 2, never a traceback."""
+
+
 def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
     """Resolve one command line of vLLM flags under ``request``'s context."""
     try:
         release, target, inputs = prepare(args, request)
     except KernelcfgError as exc:
         return Failure(Problem.from_error(exc), *_known_context(args, request or Request()))
+    except INPUT_ERRORS as exc:
+        return Failure(_unusable(exc), *_known_context(args, request or Request()))
     return resolve(inputs, target, release)
+
+
+def _unusable(exc: BaseException) -> Problem:
+    """The one-line problem for an OS, decoding or number error met reading input."""
+    what = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+    return Problem(
+        "error", "unusable-input", None, f"unusable input: {one_line(what)[:300]}", EXIT_USAGE
+    )
 
 
 def _known_context(
@@ -145,37 +171,68 @@ def _known_context(
     return release, (None if target.source == "fallback" else target)
 
 
-def _line_args(raw: str) -> tuple[Any, list[str]]:
+_LINE_KEYS = frozenset({"id", "argv"})
+
+
+def _line_args(raw: str, number: int) -> tuple[Any, list[str]]:
     """The id and argv of one batch line (an array, or an object with ``argv``)."""
-    value = json.loads(raw)
+    value = loads_json(raw, f"line {number}")
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
         return None, value
     if isinstance(value, dict) and isinstance(value.get("argv"), list):
         argv = value["argv"]
         if all(isinstance(a, str) for a in argv):
             return value.get("id"), argv
-    raise ValueError('a line must be a JSON array of strings or {"id": ..., "argv": [...]}')
+    raise ArgumentError(
+        f'line {number}: a line must be a JSON array of strings or {{"id": ..., "argv": [...]}}'
+    )
+
+
+@dataclass(frozen=True)
+class Line:
+    """One ``--batch`` result: the line's id (or number), its number and its outcome."""
+
+    id: Any
+    """The line's ``id``, or its number when it has none."""
+    number: int
+    """Its line number in the file (1-based)."""
+    result: Resolution | Failure
+    """What it resolved to."""
 
 
 def batch(
-    lines: Iterable[str], common: Sequence[str] = (), request: Request | None = None
-) -> Iterator[tuple[Any, int, Resolution | Failure]]:
-    """Resolve each JSON line; yield ``(id, line number, result)`` in order.
+    lines: Iterable[str | KernelcfgError],
+    common: Sequence[str] = (),
+    request: Request | None = None,
+) -> Iterator[Line]:
+    """Resolve each JSON line; yield one :class:`Line` per non-blank line, in order.
 
-    ``common`` flags go in front of every line's own, so a line's flags win.
+    ``common`` flags go in front of every line's own, so a line's flags win. A line that
+    cannot be read (an error in place of its text) or resolved gets its own
+    :class:`Failure`; every other line is unaffected. A bug shows as a ``Failure`` of
+    code ``internal-error`` (exit 70) carrying the traceback.
     """
     request = request or Request()
     prefix = list(common)
     for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, KernelcfgError):
+            yield Line(number, number, Failure(Problem.from_error(raw)))
+            continue
         if not raw.strip():
             continue
+        line_id: Any = number
         try:
-            line_id, args = _line_args(raw)
-        except (ValueError, json.JSONDecodeError) as exc:
-            yield (
-                None,
-                number,
-                Failure(Problem("error", "bad-batch-line", None, f"line {number}: {exc}", 2)),
+            given_id, args = _line_args(raw, number)
+            if given_id is not None:
+                line_id = given_id
+            result = resolve_args(prefix + args, request)
+        except KernelcfgError as exc:
+            result = Failure(Problem.from_error(exc))
+        except INPUT_ERRORS as exc:
+            result = Failure(_unusable(exc))
+        except Exception as exc:  # a bug: this line reports it, the others go on
+            result = Failure(
+                Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),
+                traceback="".join(traceback_mod.format_exception(exc)),
             )
-            continue
-        yield line_id, number, resolve_args(prefix + args, request)
+        yield Line(line_id, number, result)

@@ -128,8 +128,8 @@ PRESETS: dict[str, Target] = {
 }
 """Named devices with their real compute capability or gfx architecture."""
 
-_CAPABILITY = re.compile(r"^\d{1,2}\.\d$")
-_GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_CAPABILITY = re.compile(r"\d{1,2}\.\d")
+_GFX = re.compile(r"gfx[0-9a-f]{3,4}")
 
 
 def _preset(name: str) -> Target:
@@ -163,13 +163,13 @@ def _explicit(
     """Apply explicit ``--platform``/``--capability``/``--gfx-arch`` over ``base``."""
     if kind is None and capability is None and gfx_arch is None:
         return base
-    if capability is not None and not _CAPABILITY.match(capability):
+    if capability is not None and not _CAPABILITY.fullmatch(capability):
         raise ArgumentError(
             f"--capability: {capability!r} is not a compute capability; write it as "
             "major.minor, e.g. 9.0 or 12.1",
             field="capability",
         )
-    if gfx_arch is not None and not _GFX.match(gfx_arch.lower()):
+    if gfx_arch is not None and not _GFX.fullmatch(gfx_arch.lower()):
         raise ArgumentError(
             f"--gfx-arch: {gfx_arch!r} is not a gfx architecture; write it as gfxNNN, e.g. gfx942",
             field="gfx_arch",

@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from kernelcfg.bounded import one_line
 from kernelcfg.errors import KernelcfgError
 
-__all__ = ["EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Problem", "exit_code"]
+__all__ = ["EXIT_BUG", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Problem", "exit_code"]
 
 EXIT_OK = 0
 """Valid (warnings allowed unless strict)."""
@@ -16,6 +17,11 @@ EXIT_INVALID = 1
 """vLLM would refuse it while building or starting the engine, or the target cannot run it."""
 EXIT_USAGE = 2
 """vLLM would refuse (or crash on) it while reading its arguments."""
+EXIT_BUG = 70
+"""A bug in kernelcfg (``EX_SOFTWARE``): never a verdict about the input."""
+
+_LONGEST = 2000
+"""Messages are cut there: a user's 10 MB value is not echoed whole."""
 
 Severity = Literal["error", "warning", "info"]
 
@@ -34,6 +40,13 @@ class Problem:
     """One line, in plain words, that names the value and what is allowed."""
     exit_code: int = EXIT_INVALID
     """For errors: the exit code it implies (1 or 2)."""
+
+    def __post_init__(self) -> None:
+        message = self.message
+        if len(message) > _LONGEST or not message.isprintable():
+            if len(message) > _LONGEST:
+                message = message[:_LONGEST] + f"… (message cut: {len(message):,} characters)"
+            object.__setattr__(self, "message", one_line(message))
 
     @classmethod
     def from_error(cls, error: KernelcfgError) -> Problem:

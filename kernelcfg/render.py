@@ -81,7 +81,7 @@ def all_sources(result: Resolution) -> dict[str, str]:
     return {name: result.sources.get(name, "default") for name in names}
 
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=False).encode
 _FRAGMENTS: dict[object, str] = {}
 
 
@@ -143,7 +143,7 @@ def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
 
 def as_json(data: dict[str, Any], *, indent: int | None = 2) -> str:
     """JSON text of a contract object."""
-    return json.dumps(data, indent=indent)
+    return json.dumps(data, indent=indent, allow_nan=False)
 
 
 def as_yaml(data: dict[str, Any]) -> str:
@@ -314,3 +314,44 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
     for problem in notes:
         parts.append(Text(f"note: {problem['message']}", style="dim"))
     return Group(*parts)
+
+
+def summary_row(
+    result: Resolution | Failure, line_id: Any, code: int, *, strict: bool = False
+) -> dict[str, Any]:
+    """One ``--batch --format table`` row: id, target, verdict, hash prefix, first problem."""
+    data = as_data(result, strict=strict)
+    platform = data.get("platform") or {}
+    first = next(
+        (p for p in data["problems"] if p["severity"] != "info"),
+        None,
+    )
+    return {
+        "id": str(line_id),
+        "target": platform.get("device") or "?",
+        "exit_code": code,
+        "hash": (data["hash"] or "")[:12],
+        "problem": f"{first['severity']}: {first['message']}" if first else "",
+    }
+
+
+def summary_table(rows: list[dict[str, Any]]) -> Any:
+    """A rich table of ``--batch`` results, one row per line, and the counts per exit code."""
+    from collections import Counter
+
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table("id", "target", "exit", "hash", "first problem", title="kernelcfg --batch")
+    for row in rows:
+        table.add_row(
+            Text(row["id"]),
+            Text(row["target"]),
+            str(row["exit_code"]),
+            row["hash"],
+            Text(row["problem"]),
+        )
+    counts = Counter(row["exit_code"] for row in rows)
+    tally = ", ".join(f"{n} exit {code}" for code, n in sorted(counts.items()))
+    return Group(table, Text(f"{len(rows)} lines: {tally}" if rows else "no lines"))

@@ -9,6 +9,7 @@ result, for code-scanning dashboards.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,14 @@ def github(entries: Sequence[Entry], tool: str = "kernelcfg") -> str:
     return "".join(line + "\n" for line in lines)
 
 
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` with the characters XML 1.0 cannot hold written as ``\\xNN`` escapes."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def junit(entries: Sequence[Entry], suite: str = "kernelcfg") -> str:
     """A JUnit XML report: one test case per entry; errors make it fail."""
     failures = sum(1 for e in entries if e.exit_code == 1)
@@ -77,19 +86,21 @@ def junit(entries: Sequence[Entry], suite: str = "kernelcfg") -> str:
         skipped="0",
     )
     for entry in entries:
-        case = ET.SubElement(suite_el, "testcase", classname=suite, name=entry.name)
+        case = ET.SubElement(suite_el, "testcase", classname=suite, name=_xml(entry.name))
         bad = [p for p in entry.problems if p["severity"] == "error"]
         if entry.exit_code != 0:
             tag = "failure" if entry.exit_code == 1 else "error"
-            first = bad[0]["message"] if bad else f"exit code {entry.exit_code}"
+            first = _xml(bad[0]["message"]) if bad else f"exit code {entry.exit_code}"
             node = ET.SubElement(case, tag, message=first, type=bad[0]["code"] if bad else tag)
-            node.text = "\n".join(p["message"] for p in bad) or first
+            node.text = _xml("\n".join(p["message"] for p in bad)) or first
         notes = [p for p in entry.problems if p["severity"] != "error"]
         if notes or entry.detail:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(
-                ([entry.detail] if entry.detail else [])
-                + [f"{p['severity']}: {p['message']}" for p in notes]
+            out.text = _xml(
+                "\n".join(
+                    ([entry.detail] if entry.detail else [])
+                    + [f"{p['severity']}: {p['message']}" for p in notes]
+                )
             )
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -57,3 +57,17 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         if key.startswith(("VLLM_", "KERNELCFG_")) or key == "TORCH_COMPILE_DISABLE":
             monkeypatch.delenv(key)
     return monkeypatch
+
+
+def _hypothesis_profiles() -> None:
+    """``ci``: the same examples on every run (derandomised); the default explores."""
+    import os
+
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True, print_blob=True)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
+
+
+_hypothesis_profiles()

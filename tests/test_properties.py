@@ -193,7 +193,7 @@ def test_yaml_config_never_crashes(content: dict[str, Any]) -> None:
 @given(st.lists(st.lists(st.sampled_from(TOKENS), max_size=8), min_size=1, max_size=5))
 def test_batch_lines_match_single_objects(lines: list[list[str]]) -> None:
     raw = [json.dumps(line) for line in lines]
-    for (line_id, number, result), argv in zip(batch(raw), lines, strict=True):
-        extra = {"id": line_id or number, "exit_code": render.exit_code_of(result)}
-        line = json.loads(render.json_line(result, extra))
-        assert line == {**render.as_data(result), **extra}, argv
+    for entry, argv in zip(batch(raw), lines, strict=True):
+        extra = {"id": entry.id, "exit_code": render.exit_code_of(entry.result)}
+        line = json.loads(render.json_line(entry.result, extra))
+        assert line == {**render.as_data(entry.result), **extra}, argv

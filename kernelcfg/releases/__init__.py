@@ -186,7 +186,7 @@ class Release:
         )
         return found
 
-    @property
+    @cached_property
     def envs(self) -> frozenset[str]:
         """The environment variables this release's ``vllm/envs.py`` knows."""
         return frozenset(self.data["envs"])

@@ -1,0 +1,406 @@
+"""Hostile and careless input: nothing lost, nothing executed, no traceback.
+
+Every case runs the real ``kernelcfg`` in a subprocess (so a traceback or a crash
+cannot hide behind the test runner) and asserts the exit code is one of 0, 1, 2,
+stderr holds no traceback, stdout is well-formed, and a batch gives one line per
+input line, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+
+pytestmark = pytest.mark.robustness
+
+KERNELCFG = [sys.executable, "-m", "kernelcfg"]
+
+
+def kc(
+    *args: str,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run kernelcfg; assert it neither crashed nor printed a traceback."""
+    full_env = {**os.environ, "KERNELCFG_DEVICE": "h100", **(env or {})}
+    done = subprocess.run(
+        [*KERNELCFG, *args],
+        input=stdin,
+        capture_output=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")[-2000:]
+    assert done.returncode in (0, 1, 2), (done.returncode, done.stderr[-2000:])
+    return done
+
+
+def json_lines(out: bytes) -> list[dict[str, Any]]:
+    """Every stdout line, parsed strictly (no NaN, no Infinity)."""
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} in JSON output")
+
+    return [json.loads(line, parse_constant=refuse) for line in out.decode().splitlines()]
+
+
+def one_json(out: bytes) -> dict[str, Any]:
+    """The single JSON document on stdout, parsed strictly."""
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} in JSON output")
+
+    data: dict[str, Any] = json.loads(out, parse_constant=refuse)
+    return data
+
+
+GOOD = json.dumps(["--moe-backend", "triton"])
+
+
+def batch_file(tmp_path: Path, bad: bytes, good: int = 300) -> Path:
+    body = (GOOD + "\n").encode() * good + bad + b"\n" + (GOOD + "\n").encode() * good
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(body)
+    return path
+
+
+def _deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+BAD_LINES = {
+    "long-model-path": json.dumps(["a" * 300]).encode(),
+    "long-path-as-hf-config": json.dumps(["--hf-config-path", "/" + "b" * 5000]).encode(),
+    "deep-id": b'{"id": ' + _deep(5000).encode() + b', "argv": []}',
+    "deep-kernel-config": json.dumps(
+        ["--kernel-config", '{"a":' * 3000 + "1" + "}" * 3000]
+    ).encode(),
+    "deep-dotted": json.dumps(["--kernel-config.a=" + _deep(3000)]).encode(),
+    "non-utf8": b'["\xff\xfe"]',
+    "nan-id": b'{"id": NaN, "argv": []}',
+    "infinity-id": b'{"id": Infinity, "argv": []}',
+    "huge-float-id": b'{"id": 1e400, "argv": []}',
+    "many-dots": json.dumps(["--kernel-config" + ".a" * 20000 + "=1"]).encode(),
+    "overflowing-k": json.dumps(["--kernel-config.x=" + "9" * 400 + ".5k"]).encode(),
+    "huge-int": json.dumps(["--kernel-config.x=" + "9" * 5000]).encode(),
+    "not-a-line": b"{",
+    "wrong-shape": b'{"argv": [1, 2]}',
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_LINES.values()), ids=list(BAD_LINES))
+def test_one_bad_line_loses_nothing(tmp_path: Path, bad: bytes) -> None:
+    path = batch_file(tmp_path, bad)
+    done = kc("resolve", "--batch", str(path), "--format", "json")
+    lines = json_lines(done.stdout)
+    assert len(lines) == 601
+    assert [line["exit_code"] for line in lines[:300] + lines[301:]] == [0] * 600
+    assert [line["id"] for line in lines] == list(range(1, 602))
+    middle = lines[300]
+    assert all("\n" not in p["message"] for p in middle["problems"])
+
+
+def test_config_file_errors_stay_on_their_line(tmp_path: Path) -> None:
+    (tmp_path / "date.yaml").write_text("moe-backend: 2024-01-01\nkernel-config: {d: 2024-01-01}\n")
+    (tmp_path / "config.json").write_text("[1, 2]")
+    bad = json.dumps(["--config", str(tmp_path / "date.yaml")]).encode()
+    bad += b"\n" + json.dumps(["--hf-config-path", str(tmp_path)]).encode()
+    path = batch_file(tmp_path, bad, good=5)
+    lines = json_lines(kc("resolve", "--batch", str(path), "--format", "json").stdout)
+    assert [line["exit_code"] for line in lines] == [0] * 5 + [2, 2] + [0] * 5
+
+
+def test_bom_before_the_first_line_is_tolerated(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode() + b"\n" + GOOD.encode() + b"\n")
+    lines = json_lines(kc("resolve", "--batch", str(path), "--format", "json").stdout)
+    assert [line["exit_code"] for line in lines] == [0, 0]
+
+
+@pytest.mark.parametrize("fmt", ["env", "args", "yaml"])
+def test_batch_refuses_single_result_formats(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"id": "$(touch pwned)`touch pwned2`", "argv": []}\n')
+    done = kc("resolve", "--batch", str(path), "--format", fmt, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert fmt.encode() in done.stderr
+
+
+def test_batch_table_is_a_summary(tmp_path: Path) -> None:
+    path = batch_file(tmp_path, b'["--moe-backend", "nope"]', good=2)
+    done = kc("resolve", "--batch", str(path), "--format", "table", env={"COLUMNS": "100"})
+    assert done.returncode == 2
+    text = done.stdout.decode()
+    assert "5 lines: 4 exit 0, 1 exit 2" in text
+    assert "invalid choice" in text
+
+
+def test_batch_default_stays_json_lines(tmp_path: Path) -> None:
+    path = batch_file(tmp_path, GOOD.encode(), good=1)
+    assert len(json_lines(kc("resolve", "--batch", str(path)).stdout)) == 3
+
+
+ALIAS_BOMB = "\n".join(
+    ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]"
+        for i in range(8)
+    ]
+    + ["kernel-config: {moe_backend: *i}"]
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(ALIAS_BOMB.encode(), id="alias-bomb"),
+        pytest.param(b"a: &a [*a]\n", id="self-alias"),
+        pytest.param("moe-backend: triton\n".encode("utf-16"), id="utf-16"),
+        pytest.param("moe-backend: tr\xedton\n".encode("latin-1"), id="latin-1"),
+        pytest.param(b"\x00\x01\x02binary", id="binary"),
+        pytest.param(b"kernel-config: !!binary aGVsbG8=\n", id="yaml-binary"),
+        pytest.param(b"kernel-config: !!set {a, b}\n", id="yaml-set"),
+        pytest.param(b"kernel-config: {d: 2024-01-01}\n", id="yaml-date-in-mapping"),
+        pytest.param(b"tensor-parallel-size: " + b"9" * 5000 + b"\n", id="huge-int"),
+        pytest.param(b"kernel-config: " + b"[" * 3000 + b"]" * 3000 + b"\n", id="deep"),
+        pytest.param(b"!!python/object:os.system {}\n", id="python-object"),
+    ],
+)
+def test_hostile_config_files_are_one_line(tmp_path: Path, text: bytes) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(text)
+    started = time.perf_counter()
+    done = kc("resolve", "--config", str(path), "--format", "json")
+    assert time.perf_counter() - started < 10
+    assert done.returncode == 2
+    data = one_json(done.stdout)
+    assert data["problems"][0]["code"] in ("bad-argument", "unusable-input")
+    assert len(done.stderr.decode().strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "/dev/null", "fifo", "dir"])
+def test_special_files_are_refused_not_read(tmp_path: Path, special: str) -> None:
+    if special == "fifo":
+        target = tmp_path / "f.yaml"
+        os.mkfifo(target)
+    elif special == "dir":
+        target = tmp_path / "d.yaml"
+        target.mkdir()
+    else:
+        target = Path(special)
+    for args in (
+        ["resolve", "--config", str(target)],
+        ["lint-env", "--env-file", str(target)],
+        ["resolve", "--batch", str(target)],
+    ):
+        if args[1] == "--config" and not str(target).endswith(".yaml"):
+            continue
+        done = kc(*args, timeout=10)
+        assert done.returncode == 2, args
+        assert b"cannot read" in done.stderr
+
+
+def test_oversized_files_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as fh:
+        fh.write(b"#" * (17 * 1024 * 1024))
+    done = kc("resolve", "--config", str(path))
+    assert done.returncode == 2
+    assert b"larger than 16 MiB" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"[1]",
+        b'"x"',
+        b"null",
+        '{"architectures": ["\xe9"]}'.encode("latin-1"),
+        b"[" * 100000 + b"]" * 100000,
+        b'{"x": ' + b"1" * 5000 + b"}",
+    ],
+    ids=["list", "string", "null", "latin-1", "deep", "huge-int"],
+)
+def test_hostile_model_config_json(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "config.json").write_bytes(content)
+    for args in (["--", "vllm", "serve", str(tmp_path)], ["--hf-config-path", str(tmp_path)]):
+        done = kc("resolve", "--format", "json", *args)
+        assert done.returncode == 2
+        assert "config.json" in one_json(done.stdout)["problems"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/nonexistent/model", "/dev/zero", "loop"],
+)
+def test_unreadable_hf_config_path_is_a_warning(tmp_path: Path, path: str) -> None:
+    if path == "loop":
+        (tmp_path / "loop").symlink_to(tmp_path / "loop")
+        path = str(tmp_path / "loop")
+    done = kc("resolve", "--hf-config-path", path, "--format", "json")
+    data = one_json(done.stdout)
+    codes = [p["code"] for p in data["problems"]]
+    assert "model-config-unreadable" in codes
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["resolve", "/" + "x" * 5000],
+        ["resolve", "--model", "/" + "x" * 5000],
+        ["resolve", "--", "vllm", "serve", "/" + "x" * 5000],
+        ["diff", "--a", "/" + "x" * 5000 + ".json", "--b", "--moe-backend triton"],
+        ["diff", "--a", "--moe-backend 'triton", "--b", "--moe-backend triton"],
+        ["resolve", "--kernel-config", '{"a":' * 1500 + "1" + "}" * 1500],
+        ["resolve", "--compilation-config", '{"a":' * 1500 + "1" + "}" * 1500],
+        ["resolve", "--ir-op-priority", '{"a":' * 1500 + "1" + "}" * 1500],
+        ["resolve", "--kernel-config" + ".a" * 20000 + "=1"],
+        ["resolve", "-tp", "9" * 5000],
+        ["resolve", "--capability", "9.0\n"],
+        ["resolve", "--gfx-arch", "gfx942\n"],
+    ],
+    ids=[
+        "long-positional",
+        "long-model",
+        "long-serve-model",
+        "long-diff-path",
+        "unclosed-quote",
+        "deep-kernel-config",
+        "deep-cc",
+        "deep-ir",
+        "many-dots",
+        "huge-tp",
+        "capability-newline",
+        "gfx-newline",
+    ],
+)
+def test_hostile_arguments_never_crash(args: list[str]) -> None:
+    done = kc(*args)
+    assert len(done.stderr.decode().strip().splitlines()) <= 3
+
+
+@pytest.mark.parametrize("value", ["9.0\n", "9.0 ", "x9.0"])
+def test_capability_is_matched_whole(value: str) -> None:
+    done = kc("resolve", "--capability", value, "--format", "json")
+    assert done.returncode == 2
+
+
+def test_gfx_arch_is_matched_whole() -> None:
+    assert kc("resolve", "--gfx-arch", "gfx942\n", "--format", "json").returncode == 2
+
+
+def test_tensor_parallel_must_be_positive() -> None:
+    done = kc("resolve", "-tp", "0", "--format", "json")
+    assert done.returncode == 1
+    assert "tensor_parallel_size" in done.stderr.decode()
+
+
+def test_forged_ci_lines_cannot_reach_stderr() -> None:
+    done = kc("resolve", "-cc.backend=x\n::error::FORGED", "-cc.mode=3")
+    lines = done.stderr.decode().splitlines()
+    assert not any(line.startswith("::") for line in lines)
+    assert "\\n::error::FORGED" in done.stderr.decode()
+
+
+def test_huge_value_is_not_echoed_whole(tmp_path: Path) -> None:
+    (tmp_path / "big.yaml").write_text("moe-backend: " + "x" * 10_000_000 + "\n")
+    done = kc("resolve", "--config", str(tmp_path / "big.yaml"), "--format", "json")
+    assert done.returncode == 2
+    assert len(done.stdout) + len(done.stderr) < 20_000
+
+
+def test_non_utf8_argv_and_environment_under_a_strict_locale() -> None:
+    env = {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict", "VLLM_X": "\udcff"}
+    arg = os.fsdecode(b"--moe-backend=\xff")
+    for fmt in ("json", "table", "env"):
+        done = kc("resolve", arg, "--format", fmt, env=env)
+        assert done.returncode == 2
+    done = kc("lint-env", env={**env, "VLLM_FOO": os.fsdecode(b"\xfe")})
+    assert b"\\x" in done.stdout or b"\\udc" in done.stdout
+
+
+def test_closed_standard_streams() -> None:
+    for close in ("<&-", ">&-"):
+        done = subprocess.run(
+            f"{sys.executable} -m kernelcfg resolve --device h100 --format json {close}; "
+            "echo rc=$?",
+            shell=True,
+            capture_output=True,
+            check=False,
+        )
+        assert b"Traceback" not in done.stderr
+        assert b"rc=0" in done.stdout
+
+
+def test_broken_pipe_keeps_the_earned_exit_code(tmp_path: Path) -> None:
+    path = tmp_path / "many.jsonl"
+    path.write_text((GOOD + "\n") * 20000)
+    done = subprocess.run(
+        f"set -o pipefail; {sys.executable} -m kernelcfg resolve --batch {path} "
+        "--device h100 --format json | head -1 > /dev/null",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+
+
+def test_sigint_writes_only_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "many.jsonl"
+    path.write_text((GOOD + "\n") * 200000)
+    proc = subprocess.Popen(
+        [*KERNELCFG, "resolve", "--batch", str(path), "--device", "h100", "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert out.endswith(b"\n") or out == b""
+    json_lines(out)
+
+
+def test_junit_drops_control_characters(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"id": "a\x1bb\x01", "argv": ["--moe-backend", "x\x1b"]}) + "\n")
+    done = kc("resolve", "--batch", str(path), "--format", "junit")
+    ET.fromstring(done.stdout)
+
+
+def test_diff_refuses_saved_json_of_the_wrong_shape(tmp_path: Path) -> None:
+    good = kc("resolve", "--format", "json").stdout
+    data = json.loads(good)
+    data["kernel_config"] = "not a mapping"
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    (tmp_path / "b.json").write_bytes(good)
+    done = kc("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert done.returncode == 2
+    nan = good.replace(b'"hash": "', b'"hash": NaN, "x": "')
+    (tmp_path / "c.json").write_bytes(nan)
+    done = kc("diff", str(tmp_path / "c.json"), str(tmp_path / "b.json"), "--format", "json")
+    assert done.returncode == 2
+
+
+def test_many_unknown_variables_lint_quickly(tmp_path: Path) -> None:
+    path = tmp_path / "big.env"
+    path.write_text("".join(f"VLLM_UNKNOWN_{i}=1\n" for i in range(200_000)))
+    started = time.perf_counter()
+    kc("lint-env", "--env-file", str(path), "--format", "json", timeout=60)
+    assert time.perf_counter() - started < 20
