@@ -158,8 +158,9 @@ The target and context, among the flags:
   --platform KIND        cuda, rocm, xpu, cpu or tpu
   --capability X.Y       CUDA compute capability (9.0)
   --gfx-arch gfxNNN      ROCm architecture (gfx942)
-  --vllm-version X       release to resolve for (0.33, 0.33.0, v0.33.0; or
-                         KERNELCFG_VLLM_VERSION); default the newest
+  --vllm-version X       release to resolve for (0.34, 0.34.0, v0.34.0; or
+                         KERNELCFG_VLLM_VERSION); default the vLLM installed
+                         here (package metadata), else the newest known
   --architecture NAME    model architecture (repeatable)
   --hf-config-path PATH  a local model folder or config.json (vLLM's flag)
   --env KEY=VALUE        a variable the engine would see (repeatable); this shell's
@@ -429,13 +430,13 @@ def versions(
         str | None, typer.Argument(help="A release, e.g. 0.32.", show_default=False)
     ] = None,
     new: Annotated[
-        str | None, typer.Argument(help="A later release, e.g. 0.33.", show_default=False)
+        str | None, typer.Argument(help="A later release, e.g. 0.34.", show_default=False)
     ] = None,
     fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
 ) -> None:
     """List the vLLM releases kernelcfg knows; with two, what changed between them.
 
-    Examples: `kernelcfg versions`, `kernelcfg versions 0.32 0.33 --format json`.
+    Examples: `kernelcfg versions`, `kernelcfg versions 0.33 0.34 --format json`.
     """
     import json
 
@@ -471,6 +472,9 @@ def versions(
         console.print(table)
         return
     table = Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}")
+    if data["hash_scheme"]:
+        change = data["hash_scheme"]
+        table.add_row("hash", f"{change['old']} -> {change['new']}: {change['means']}")
     for key in ("added", "removed"):
         for name in data["fields"][key]:
             table.add_row("field", f"{key} {name}")
@@ -501,6 +505,12 @@ def versions(
         table.add_row("function", f"{name}: {change['old']} -> {change['new']}")
     for kind in data["platform_ir_defaults_changed"]:
         table.add_row("platform rule", f"IR-op defaults on {kind} changed")
+    env = data["environment"]
+    for key in ("added", "removed"):
+        if env[key]:
+            table.add_row("environment", f"{len(env[key])} variables {key}")
+    if env["refused"]:
+        table.add_row("environment", f"refused at start-up: {', '.join(env['refused'])}")
     console.print(table)
 
 
@@ -634,7 +644,7 @@ def lint_env(
     except KernelcfgError as exc:
         raise _refuse(exc.message, 2) from None
     findings = lint_mod.lint(environ, release)
-    code = 1 if any(f.severity == "warning" for f in findings) else 0
+    code = 1 if any(f.severity in ("error", "warning") for f in findings) else 0
     if fmt is ReportFormat.json:
         data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -642,7 +652,9 @@ def lint_env(
         from kernelcfg.reports import Entry
 
         entries = [
-            Entry(f.variable, 1 if f.severity == "warning" else 0, [f.as_dict()], f.value)
+            Entry(
+                f.variable, 1 if f.severity in ("error", "warning") else 0, [f.as_dict()], f.value
+            )
             for f in findings
         ]
         _write_report(fmt, entries)
@@ -652,7 +664,7 @@ def lint_env(
 
         table = Table("variable", "value", "finding", title=f"vLLM {release.version}")
         for f in findings[:_TABLE_ROWS]:
-            style = "yellow" if f.severity == "warning" else "dim"
+            style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
             table.add_row(_cell(f.variable), _cell(f.value), _cell(f.message), style=style)
         if len(findings) > _TABLE_ROWS:
             table.caption = (

@@ -97,10 +97,18 @@ def load_side(spec: str, common: Sequence[str] = ()) -> Side:
     )
 
 
+def _ir_lists(config: dict[str, Any]) -> dict[str, list[str]]:
+    """The IR-op lists of a side (none where the release has no IR-op priority)."""
+    found = config.get("ir_op_priority")
+    if not isinstance(found, dict):
+        return {}
+    return {op: lst for op, lst in found.items() if isinstance(lst, list)}
+
+
 def _ir_detail(a: Side, b: Side) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """IR lists that differ, and providers whose implementation file differs."""
-    lists_a = a.kernel_config.get("ir_op_priority", {})
-    lists_b = b.kernel_config.get("ir_op_priority", {})
+    lists_a = _ir_lists(a.kernel_config)
+    lists_b = _ir_lists(b.kernel_config)
     lists = [
         {"op": op, "a": lists_a.get(op), "b": lists_b.get(op)}
         for op in dict.fromkeys([*lists_a, *lists_b])

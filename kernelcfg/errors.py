@@ -71,10 +71,12 @@ class UnknownVersionError(ArgumentError):
 
     code = "unknown-version"
 
-    def __init__(self, given: str, known: Iterable[str]):
+    def __init__(self, given: str, known: Iterable[str], *, context: str | None = None):
         known = list(known)
         super().__init__(
-            f"unknown vLLM version {given!r}; kernelcfg knows {', '.join(known)}"
+            context + f"; kernelcfg knows {', '.join(known)}"
+            if context
+            else f"unknown vLLM version {given!r}; kernelcfg knows {', '.join(known)}"
             " (write it as 0.33, 0.33.0 or v0.33.0)",
             field="vllm_version",
         )

@@ -1,6 +1,8 @@
 """vLLM's compile-cache hash, reproduced: canonical values, factors, digest.
 
-Every function here is pure. The two steps are kept apart so that the factors can be
+Every function here is pure (the IR sub-hash is cached, nothing else is kept). How a
+release hashes is data: its file names a scheme of :data:`SCHEMES`, one small function
+each. The two steps are kept apart so that the factors can be
 shown to a person (``hash_factors``) and digested exactly as vLLM does (``digest``):
 ``sha256(json.dumps(factors, sort_keys=True))`` with ``json``'s default separators.
 """
@@ -9,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from kernelcfg.errors import UnknownProviderError
@@ -18,6 +21,8 @@ if TYPE_CHECKING:
     from kernelcfg.releases import Release
 
 __all__ = [
+    "SCHEMES",
+    "SCHEME_WORDS",
     "digest",
     "ignored_factors",
     "ir_factors",
@@ -83,35 +88,72 @@ def ir_factors(release: Release, lists: Mapping[str, Sequence[str] | None]) -> d
     return factors
 
 
-_IR_HASHES: dict[tuple[str, tuple[tuple[str, ...] | None, ...]], str] = {}
+@cache
+def _ir_hash(release: Release, lists: tuple[tuple[str, ...] | None, ...]) -> str:
+    """The IR-op sub-hash of ``lists`` (one per op, in op order); few distinct lists
+    occur in practice, so they are cached."""
+    return digest(ir_factors(release, dict(zip(release.ir_ops, lists, strict=True))))
 
 
 def ir_hash(release: Release, lists: Mapping[str, Sequence[str] | None]) -> str:
-    """The IR-op sub-hash (memoised: few distinct priority lists occur in practice)."""
-    key = (
-        release.version,
-        tuple(None if lists.get(op) is None else tuple(lists[op]) for op in release.ir_ops),  # type: ignore[arg-type]
-    )
-    found = _IR_HASHES.get(key)
-    if found is None:
-        found = _IR_HASHES[key] = digest(ir_factors(release, lists))
-    return found
+    """``IrOpPriorityConfig.compute_hash()``: the digest of :func:`ir_factors`."""
+    key = tuple(None if lists.get(op) is None else tuple(lists[op]) for op in release.ir_ops)  # type: ignore[arg-type]
+    return _ir_hash(release, key)
 
 
 def ignored_factors(release: Release, values: Mapping[str, Any]) -> set[str]:
-    """The fields ``KernelConfig.compute_hash`` leaves out for these values."""
+    """The fields the release's kernel-config hash leaves out for these values."""
     ignored = set(release.hash_ignored)
     ignored.update(n for n in release.hash_ignored_when_none if values.get(n) is None)
     return ignored
 
 
-def kernel_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``KernelConfig.compute_hash`` digests; the IR op factor is its sub-hash."""
+def _plain_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
     ignored = ignored_factors(release, values)
-    factors = {
+    return {
         f.name: normalize_value(values[f.name])
         for f in release.kernel_fields
-        if f.name not in ignored
+        if f.name not in ignored and f.kind != "ir_op_priority"
     }
-    factors["ir_op_priority"] = ir_hash(release, values["ir_op_priority"])
+
+
+def _compute_hash_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM 0.29.0-0.33.0, ``KernelConfig.compute_hash()``: the fields, with the
+    IR-op priority as the hex digest of its own factors (a sub-hash)."""
+    factors = _plain_factors(release, values)
+    for f in release.kernel_fields:
+        if f.kind == "ir_op_priority":
+            factors[f.name] = ir_hash(release, values[f.name])
     return factors
+
+
+def _hash_config_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM 0.34.0 on, ``hash_config(cfg)`` over ``cfg.compile_factors()``: the fields,
+    with the IR-op priority (while the release has it) as its nested factor dict."""
+    factors = _plain_factors(release, values)
+    for f in release.kernel_fields:
+        if f.kind == "ir_op_priority":
+            factors[f.name] = ir_factors(release, values[f.name])
+    return factors
+
+
+SCHEMES: dict[str, Callable[[Release, Mapping[str, Any]], dict[str, Any]]] = {
+    "compute_hash": _compute_hash_factors,
+    "hash_config": _hash_config_factors,
+}
+"""How a release hashes its kernel config, by the name its data file gives."""
+
+
+SCHEME_WORDS = {
+    "compute_hash": "KernelConfig.compute_hash(): sha256 of the kernel config's factors, "
+    "with ir_op_priority as the hex digest of its own factors",
+    "hash_config": "the kernel config is no longer hashed on its own; kernelcfg reports "
+    "sha256 of its compile factors, the value under `kernel` in vLLM's compile-cache key "
+    "(ir_op_priority, while the release has it, enters as its lists plus provider uuids)",
+}
+"""Each scheme in words, for ``versions`` and the docs."""
+
+
+def kernel_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Exactly what the release digests for a kernel config (its hash scheme's factors)."""
+    return SCHEMES[release.hash_scheme](release, values)

@@ -19,6 +19,7 @@ from kernelcfg import releases
 from kernelcfg.bounded import read_text
 from kernelcfg.errors import ArgumentError, closest
 from kernelcfg.platforms import env_flag
+from kernelcfg.rules import environment_problems
 
 __all__ = ["Finding", "lint", "read_env_file"]
 
@@ -34,7 +35,8 @@ class Finding:
     value: str
     """Its value."""
     severity: str
-    """``warning`` (vLLM ignores it) or ``info`` (it changes something)."""
+    """``error`` (vLLM refuses to start), ``warning`` (vLLM ignores it, or it is
+    redundant) or ``info`` (it changes something)."""
     code: str
     """``unknown-variable``, ``removed-variable``, ``changes-resolution`` or ``steers-kernels``."""
     message: str
@@ -144,11 +146,15 @@ def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]
     """Findings for the kernel-relevant variables of ``environ`` under ``release``."""
     history = _history()
     resolution: dict[str, str] = history["resolution"]
+    refused = {p.field: p for p in environment_problems(release, environ)}
     findings: list[Finding] = []
     unknown = 0
     for name in sorted(environ):
         value = environ[name]
-        if name in resolution and (name in release.envs or not name.startswith("VLLM_")):
+        if name in refused:
+            problem = refused[name]
+            findings.append(Finding(name, value, problem.severity, problem.code, problem.message))
+        elif name in resolution and (name in release.envs or not name.startswith("VLLM_")):
             effect = resolution[name]
             if name in release.rules.get("env_flags", {}):
                 state = "on" if env_flag(release, name, environ) else "off"

@@ -94,7 +94,8 @@ def prepare(
     """Choose the release and the target and read the flags; raises on unusable input."""
     req = request or Request()
     environ = req.process_environ
-    release = releases.load(_version(args, req, environ))
+    chosen = _release(args, req, environ)
+    release = chosen.release
     env = req.engine_env()
     env.update(req.env)
     inputs, line = argv_mod.parse(args, release, env=env, context=argv_mod.ContextOptions())
@@ -106,13 +107,14 @@ def prepare(
     if archs:
         inputs.architectures = list(archs)
         inputs.sources["architectures"] = "flag"
+    inputs.sources["vllm_version"] = chosen.source
     named = any((line.device, line.platform, line.capability, line.gfx_arch))
     return release, _target(line if named else req, environ), inputs
 
 
-def _version(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> str | None:
-    """The release a line asks for: its own flag, the run's, then the environment."""
-    return argv_mod.split_version(args) or req.vllm_version or environ.get("KERNELCFG_VLLM_VERSION")
+def _release(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> releases.Chosen:
+    """The release a line asks for: its own flag, the run's, then as releases.choose."""
+    return releases.choose(argv_mod.split_version(args) or req.vllm_version, environ)
 
 
 def _target(
@@ -161,7 +163,7 @@ def _known_context(
     """The release and target of a line that could not be read, as far as they are known."""
     environ = req.process_environ
     try:
-        release = releases.load(_version(args, req, environ))
+        release = _release(args, req, environ).release
     except KernelcfgError:
         return None, None
     try:

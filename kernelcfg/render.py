@@ -45,8 +45,10 @@ def as_data(
             "compilation": None,
             "ir_dispatch": None,
             "hash": None,
+            "hash_scheme": result.release.hash_scheme if result.release else None,
             "hash_factors": None,
             "problems": [result.problem.as_dict()],
+            "vllm_version_source": None,
         }
     problems = result.problems
     valid = result.exit_code(strict=strict) == 0
@@ -60,12 +62,28 @@ def as_data(
         "compilation": result.compilation or None,
         "ir_dispatch": result.ir_dispatch or None,
         "hash": result.hash,
+        "hash_scheme": result.release.hash_scheme,
         "hash_factors": result.hash_factors,
         "problems": [p.as_dict() for p in problems],
+        "vllm_version_source": _version_source(result),
     }
     if sources:
         data["sources"] = all_sources(result)
     return data
+
+
+_SOURCE_WORDS = {
+    "flag": "--vllm-version",
+    "environment": "KERNELCFG_VLLM_VERSION",
+    "installed": "installed here",
+    "newest": "newest known",
+}
+
+
+def _version_source(result: Resolution) -> str:
+    """What chose the release: flag, environment, installed or newest."""
+    inputs = result.inputs
+    return inputs.sources.get("vllm_version", "newest") if inputs else "newest"
 
 
 def all_sources(result: Resolution) -> dict[str, str]:
@@ -123,10 +141,14 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         _fragment(("d", *(tuple(c) for c in chains.values())), chains) if chains else "null",
         ',"hash":',
         _ENCODE(result.hash),
+        ',"hash_scheme":',
+        _fragment(("s", result.release.hash_scheme), result.release.hash_scheme),
         ',"hash_factors":',
         _ENCODE(result.hash_factors),
         ',"problems":',
         _ENCODE([p.as_dict() for p in result.problems]),
+        ',"vllm_version_source":',
+        _ENCODE(_version_source(result)),
     ]
     for key, value in extra.items():
         parts += [",", _ENCODE(key), ":", _ENCODE(value)]
@@ -264,6 +286,8 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
     platform = data.get("platform") or {}
     head = Text()
     head.append(f"vLLM {data['vllm_version'] or '?'}", style="bold")
+    if data.get("vllm_version_source"):
+        head.append(f" ({_SOURCE_WORDS[data['vllm_version_source']]})")
     if platform:
         extra = platform.get("capability") or platform.get("gfx_arch") or ""
         head.append(
@@ -283,11 +307,12 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         fields.add_column("hashed", justify="center")
         sources = all_sources(result)
         ignored = hashing.ignored_factors(result.release, result.kernel_config)
+        ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
         for name, value in result.kernel_config.items():
             if name == "ir_op_priority":
                 for op, lst in value.items():
                     key = f"ir_op_priority.{op}"
-                    fields.add_row(key, ",".join(lst or []), sources[key], "sub-hash")
+                    fields.add_row(key, ",".join(lst or []), sources[key], ir_hashed)
                 continue
             hashed = "no" if name in ignored else "yes"
             fields.add_row(name, json.dumps(value), sources[name], hashed)

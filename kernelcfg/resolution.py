@@ -79,7 +79,8 @@ def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict
             return None
     else:
         config = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
-        config["ir_op_priority"] = {op: list(v) for op, v in config["ir_op_priority"].items()}
+        if "ir_op_priority" in config:
+            config["ir_op_priority"] = {op: list(v) for op, v in config["ir_op_priority"].items()}
     for name in inputs.kernel_config:
         result.sources[name] = inputs.sources.get(f"kernel_config.{name}", "--kernel-config")
 
@@ -107,7 +108,7 @@ def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict
         if value != "auto":
             config[name] = value
             result.sources[name] = inputs.sources.get(name, "flag")
-    ir = config["ir_op_priority"]
+    ir = config.get("ir_op_priority", {})
     for op, lst in inputs.ir_op_priority.items():
         if not lst:
             continue
@@ -259,7 +260,7 @@ def _platform_defaults(
                 "(give --architecture or --hf-config-path)",
             )
         )
-    lists = config["ir_op_priority"]
+    lists = config.get("ir_op_priority", {})
     before = {op: bool(lst) for op, lst in lists.items()}
     try:
         rules.set_platform_defaults(release, config["moe_backend"], lists, ctx)
@@ -313,6 +314,7 @@ def _constraints(
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
     result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
+    result.problems += rules.environment_problems(release, inputs.env)
     config = _kernel_values(release, inputs, result)
     all2all = _all2all(release, inputs, result)
     if config is not None:
@@ -360,6 +362,9 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
         result.problems.append(Problem.from_error(exc))
         return result
     result.hash = hashing.digest(result.hash_factors)
-    ops = registry(release, target)
-    result.ir_dispatch = {op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()}
+    if "ir_op_priority" in config:
+        ops = registry(release, target)
+        result.ir_dispatch = {
+            op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()
+        }
     return result

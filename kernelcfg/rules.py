@@ -7,12 +7,13 @@ Each function takes the release whose constants it applies; the errors are
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from kernelcfg.errors import EngineError
 from kernelcfg.inputs import DEFAULT_ALL2ALL_BACKEND
 from kernelcfg.platforms import default_ir_op_priority
+from kernelcfg.problems import Problem
 from kernelcfg.releases import Release
 from kernelcfg.values import append_platform_defaults
 
@@ -23,6 +24,7 @@ __all__ = [
     "HasAll2All",
     "RuleError",
     "bind_passthrough_all2all_backend",
+    "environment_problems",
     "set_platform_defaults",
     "validate_flashinfer_moe_ep_model",
 ]
@@ -103,3 +105,28 @@ def set_platform_defaults(
     if release.has_function("bind_passthrough_all2all_backend"):
         bind_passthrough_all2all_backend(release, moe_backend, ctx)
     append_platform_defaults(lists, default_ir_op_priority(release, ctx))
+
+
+def environment_problems(release: Release, env: Mapping[str, str]) -> list[Problem]:
+    """What ``Platform.validate_environ`` says at engine start-up: removed variables
+    and refused values are errors (whatever ``--fail-on-environ-validation`` says),
+    redundant ones warnings. Nothing before the release that introduced the check."""
+    rules = release.rules.get("env_validation", {})
+    found: list[Problem] = []
+    for name, hint in release.data.get("envs_removed", {}).items():
+        if name in env:
+            message = rules.get("removed_error", "{env} has been removed. {hint}")
+            found.append(
+                Problem("error", "removed-variable", name, message.format(env=name, hint=hint))
+            )
+    for name, rule in rules.items():
+        if not isinstance(rule, dict) or name not in env:
+            continue
+        value = env[name]
+        if value not in rule["ok_values"]:
+            found.append(
+                Problem("error", "refused-variable", name, rule["error"].format(value=value))
+            )
+        elif rule.get("warning"):
+            found.append(Problem("warning", "redundant-variable", name, rule["warning"]))
+    return found

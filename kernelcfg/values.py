@@ -47,7 +47,8 @@ def defaults(release: Release) -> Values:
             f.name: _default(f, release) for f in release.kernel_fields
         }
     out = dict(template)
-    out["ir_op_priority"] = {op: [] for op in release.ir_ops}
+    if release.ir_field is not None:
+        out[release.ir_field] = {op: [] for op in release.ir_ops}
     return out
 
 

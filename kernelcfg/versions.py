@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcfg import releases
+from kernelcfg.hashing import SCHEME_WORDS
 
 __all__ = ["compare", "summary"]
 
@@ -21,6 +22,7 @@ def summary() -> list[dict[str, Any]]:
                 "ir_ops": list(release.ir_ops),
                 "choices": {name: len(values) for name, values in release.data["choices"].items()},
                 "hashed_fields": list(release.hashed_fields),
+                "hash_scheme": release.hash_scheme,
             }
         )
     return rows
@@ -96,9 +98,13 @@ def compare(old_version: str, new_version: str) -> dict[str, Any]:
         for kind in a.rules["ir_defaults"].keys() | b.rules["ir_defaults"].keys()
         if a.rules["ir_defaults"].get(kind) != b.rules["ir_defaults"].get(kind)
     )
+    scheme = None
+    if a.hash_scheme != b.hash_scheme:
+        scheme = {"old": a.hash_scheme, "new": b.hash_scheme, "means": SCHEME_WORDS[b.hash_scheme]}
     return {
         "old": a.version,
         "new": b.version,
+        "hash_scheme": scheme,
         "fields": _fields(a, b),
         "choices": choices,
         "hash_inputs": {
@@ -112,4 +118,16 @@ def compare(old_version: str, new_version: str) -> dict[str, Any]:
         "constants": constants,
         "functions": functions,
         "platform_ir_defaults_changed": platform_rules,
+        "environment": {
+            **_added_removed(sorted(a.envs), sorted(b.envs)),
+            "refused": sorted(set(b.data.get("envs_removed", {})) | _validated(b) - _validated(a)),
+        },
+    }
+
+
+def _validated(release: releases.Release) -> set[str]:
+    """Variables a release refuses at engine start-up (removed ones, checked values)."""
+    rules = release.rules.get("env_validation", {})
+    return set(release.data.get("envs_removed", {})) | {
+        k for k, v in rules.items() if isinstance(v, dict)
     }

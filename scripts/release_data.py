@@ -126,6 +126,18 @@ def _fields(cls: ast.ClassDef) -> list[dict[str, Any]]:
     return out
 
 
+def _field_aliases(cls: ast.ClassDef, choices: dict[str, list[str]]) -> set[str]:
+    """Literal aliases used by the class's field annotations beyond CHOICE_ALIASES
+    (0.34.0: ``RDNAHybridW4A16PrefillDequantMode``)."""
+    found: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign):
+            for node in ast.walk(stmt.annotation):
+                if isinstance(node, ast.Name) and node.id in choices:
+                    found.add(node.id)
+    return found - set(CHOICE_ALIASES)
+
+
 def _validator_targets(cls: ast.ClassDef) -> dict[str, list[str]]:
     """Field names per validator method name."""
     found: dict[str, list[str]] = {}
@@ -138,10 +150,17 @@ def _validator_targets(cls: ast.ClassDef) -> dict[str, list[str]]:
     return found
 
 
+def _hash_method(cls: ast.ClassDef) -> ast.FunctionDef:
+    """``compute_hash`` (vLLM up to 0.33.0) or ``compile_factors`` (0.34.0 on)."""
+    for name in ("compute_hash", "compile_factors"):
+        for s in cls.body:
+            if isinstance(s, ast.FunctionDef) and s.name == name:
+                return s
+    raise ValueError(f"{cls.name} has neither compute_hash nor compile_factors")
+
+
 def _hash_ignored(cls: ast.ClassDef) -> tuple[list[str], list[str]]:
-    method = next(
-        s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "compute_hash"
-    )
+    method = _hash_method(cls)
     always: list[str] = []
     when_none: list[str] = []
     for node in ast.walk(method):
@@ -152,6 +171,27 @@ def _hash_ignored(cls: ast.ClassDef) -> tuple[list[str], list[str]]:
                 if isinstance(sub, ast.Call) and ast.unparse(sub.func).endswith(".add"):
                     when_none.append(_const(sub.args[0], {}))
     return always, sorted(when_none)
+
+
+def _hash_scheme(cls: ast.ClassDef) -> str:
+    """How the release hashes its kernel config (kernelcfg.hashing.SCHEMES):
+
+    - ``compute_hash`` (0.29.0-0.33.0): ``KernelConfig.compute_hash()`` digests the
+      fields with ``ir_op_priority`` replaced by the hex sub-hash of
+      ``IrOpPriorityConfig.compute_hash()``;
+    - ``hash_config`` (0.34.0 on): ``hash_config(cfg)`` digests
+      ``cfg.compile_factors()``, where ``ir_op_priority`` (while the release has it) is
+      a nested factor dict: its lists plus ``_impls``.
+    """
+    method = _hash_method(cls)
+    if method.name == "compute_hash":
+        return "compute_hash"
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(
+            "ir_op_priority.compute_hash"
+        ):
+            raise ValueError("compile_factors with an IR sub-hash: a scheme not modelled")
+    return "hash_config"
 
 
 def kernel_facts(src: Source) -> dict[str, Any]:
@@ -185,6 +225,7 @@ def kernel_facts(src: Source) -> dict[str, Any]:
         f for m, fs in validators.items() if m.startswith("_normalize_") for f in fs
     )
     ignored, ignored_when_none = _hash_ignored(kernel)
+    hash_scheme = _hash_scheme(kernel)
 
     model_check: list[str] | None = None
     if "validate_flashinfer_moe_ep_model" in functions:
@@ -207,9 +248,14 @@ def kernel_facts(src: Source) -> dict[str, Any]:
             "skip_none_validation": sorted(validators.get("_skip_none_validation", [])),
             "hash_ignored": ignored,
             "hash_ignored_when_none": ignored_when_none,
+            "hash_scheme": hash_scheme,
         },
         "ir_op_priority": {"fields": _fields(classes["IrOpPriorityConfig"])},
-        "choices": {alias: choices[alias] for alias in CHOICE_ALIASES if alias in choices},
+        "choices": {
+            alias: choices[alias]
+            for alias in (*CHOICE_ALIASES, *sorted(_field_aliases(kernel, choices)))
+            if alias in choices
+        },
         "constants": dict(sorted(constants.items())),
         "functions": {
             "bind_passthrough_all2all_backend": ("bind_passthrough_all2all_backend" in functions),
@@ -305,6 +351,32 @@ def env_names(src: Source) -> list[str]:
     raise ValueError("environment_variables not found in vllm/envs.py")
 
 
+def removed_envs(src: Source) -> dict[str, str]:
+    """``removed_environment_variables`` of ``vllm/envs.py`` (0.34.0 on): name to the
+    migration hint. Setting one is a hard error at engine start-up
+    (``Platform.validate_environ``: ``f"{env} has been removed. {hint}"``), whatever
+    ``--fail-on-environ-validation`` says. Empty before 0.34.0."""
+    tree = ast.parse(src.text("vllm/envs.py"))
+    for node in tree.body:
+        target: ast.expr | None = None
+        value: ast.expr | None = None
+        if isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+        if (
+            isinstance(target, ast.Name)
+            and target.id == "removed_environment_variables"
+            and isinstance(value, ast.Dict)
+        ):
+            return {
+                str(_const(k, {})): str(_const(v, {}))
+                for k, v in zip(value.keys, value.values, strict=True)
+                if k is not None
+            }
+    return {}
+
+
 def version_of(src: Source, path: Path) -> str:
     match = re.search(r"vllm-(\d+\.\d+\.\d+)", path.name)
     if match:
@@ -335,6 +407,7 @@ def build(path: Path, rules: dict[str, Any]) -> dict[str, Any]:
             src, "vllm/config/vllm.py", "DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES"
         ),
         "envs": env_names(src),
+        **({"envs_removed": found} if (found := removed_envs(src)) else {}),
         "rules": rules,
     }
 

@@ -345,10 +345,14 @@ def test_json_contract_keys() -> None:
         "compilation",
         "ir_dispatch",
         "hash",
+        "hash_scheme",
         "hash_factors",
         "problems",
+        "vllm_version_source",
     ]
     assert data["format_version"] == "1"
+    assert data["hash_scheme"] == "hash_config"
+    assert data["vllm_version_source"] == "newest"
     assert data["platform"]["source"] == "preset"
     assert len(data["hash"]) == 64
 

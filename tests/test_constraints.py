@@ -239,7 +239,7 @@ def test_backends_and_explain_commands() -> None:
     assert "flashinfer_moe_ep.py" in explained["source"]
     field = run("explain", "monokernel", "--format", "json").json()
     assert field["releases"] == "since vLLM 0.33.0"
-    assert field["hashed"] == {"0.33.0": True}
+    assert field["hashed"] == {v: True for v in releases.known_versions() if v >= "0.33.0"}
     bad = run("explain", "moe_backend=flashinfer_trtlm")
     assert bad.exit_code == 2
     assert "did you mean 'flashinfer_trtllm'" in bad.stderr

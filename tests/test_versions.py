@@ -40,7 +40,7 @@ def test_field_missing_from_release_names_the_releases_that_have_it() -> None:
         "resolve", "--vllm-version", "0.32", "--device", "h100", "--format", "json", "--monokernel"
     )
     assert result.exit_code == 2
-    assert "exists in vLLM 0.33.0; you are resolving for 0.32.0" in result.stderr
+    assert "exists in vLLM 0.33.0, 0.34.0; you are resolving for 0.32.0" in result.stderr
     dotted = run(
         "resolve",
         "--vllm-version",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -19,7 +19,10 @@ from typing import Any
 from kernelcfg.errors import UnknownVersionError
 
 __all__ = [
+    "Chosen",
     "Release",
+    "choose",
+    "installed_vllm",
     "known_versions",
     "load",
     "newest",
@@ -102,9 +105,15 @@ class Release:
         return {f.name: f for f in self.kernel_fields}
 
     @cached_property
+    def ir_field(self) -> str | None:
+        """The IR-op priority field (``ir_op_priority``), or ``None`` once a release drops it."""
+        return next((f.name for f in self.kernel_fields if f.kind == "ir_op_priority"), None)
+
+    @cached_property
     def ir_ops(self) -> tuple[str, ...]:
         """``IrOpPriorityConfig``'s fields (the IR ops), in declaration order."""
-        return tuple(f["name"] for f in self.data["ir_op_priority"]["fields"])
+        section = self.data.get("ir_op_priority") or {"fields": []}
+        return tuple(f["name"] for f in section["fields"])
 
     def choices(self, name: str) -> tuple[str, ...]:
         """A choice list by field name or vLLM alias (``moe_backend``, ``MoEBackend``)."""
@@ -119,14 +128,25 @@ class Release:
         return self.data["constants"].get(name, default)
 
     @cached_property
+    def hash_scheme(self) -> str:
+        """How this release hashes its kernel config: a name in ``hashing.SCHEMES``."""
+        scheme: str = self.data["kernel_config"]["hash_scheme"]
+        return scheme
+
+    @cached_property
     def hash_ignored(self) -> frozenset[str]:
         """Fields ``KernelConfig.compute_hash`` always leaves out."""
         return frozenset(self.data["kernel_config"]["hash_ignored"])
 
     @cached_property
     def hashed_fields(self) -> tuple[str, ...]:
-        """The kernel-config fields ``compute_hash`` digests (``None`` may still skip some)."""
-        return tuple(f.name for f in self.kernel_fields if f.name not in self.hash_ignored)
+        """The kernel-config fields the hash digests (``None`` may still skip some); the
+        IR-op priority always counts, as a sub-hash or as nested factors."""
+        return tuple(
+            f.name
+            for f in self.kernel_fields
+            if f.name not in self.hash_ignored or f.kind == "ir_op_priority"
+        )
 
     @cached_property
     def hash_ignored_when_none(self) -> frozenset[str]:
@@ -177,7 +197,9 @@ class Release:
             return default
         if "only" in override:
             return frozenset(override["only"])
-        return default - frozenset(override.get("minus", ()))
+        return (default | frozenset(override.get("plus", ()))) - frozenset(
+            override.get("minus", ())
+        )
 
     def level_defaults(self, level: int) -> dict[str, Any]:
         """What optimisation level ``level`` fills in when still unset."""
@@ -198,6 +220,7 @@ _ALIASES = {
     "linear_backend_per_quant": "LinearBackend",
     "sparse_indexer_topk_backend": "SparseIndexerTopkBackend",
     "all2all_backend": "All2AllBackend",
+    "rdna_hybrid_w4a16_prefill_dequant": "RDNAHybridW4A16PrefillDequantMode",
 }
 
 
@@ -246,3 +269,61 @@ def load(version: str | None = None) -> Release:
 def versions_where(has: Callable[[Release], bool]) -> list[str]:
     """The known releases, oldest first, for which ``has`` holds."""
     return [v for v in known_versions() if has(load(v))]
+
+
+_DIST_INFO = re.compile(r"^vllm-(\d+\.\d+(?:\.\d+)?)[^-]*\.(?:dist|egg)-info$", re.IGNORECASE)
+
+
+@cache
+def installed_vllm() -> str | None:
+    """The version of vLLM installed where kernelcfg runs, from its package metadata.
+
+    Reads the ``vllm-X.Y.Z.dist-info`` folder names on ``sys.path`` (what
+    ``importlib.metadata`` reads, without its 20 ms import); never imports vLLM.
+    """
+    import sys
+
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name[:5].lower() == "vllm-":
+                match = _DIST_INFO.match(name)
+                if match:
+                    return match.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The release a run resolves for, and what chose it."""
+
+    release: Release
+    """The release."""
+    source: str
+    """``flag`` (--vllm-version), ``environment`` (KERNELCFG_VLLM_VERSION),
+    ``installed`` (the vLLM installed here) or ``newest`` (the newest kernelcfg knows)."""
+
+
+def choose(given: str | None, environ: Mapping[str, str]) -> Chosen:
+    """The release for ``--vllm-version`` (``given``), else the environment's, else the
+    installed vLLM's, else the newest known; an unknown one raises naming the known."""
+    if given:
+        return Chosen(load(given), "flag")
+    from_env = environ.get("KERNELCFG_VLLM_VERSION")
+    if from_env:
+        return Chosen(load(from_env), "environment")
+    installed = installed_vllm()
+    if installed is None:
+        return Chosen(load(None), "newest")
+    try:
+        return Chosen(load(installed), "installed")
+    except UnknownVersionError as exc:
+        raise UnknownVersionError(
+            installed,
+            known_versions(),
+            context=f"vLLM {installed} is installed here, and kernelcfg has no data for it; "
+            "pass --vllm-version (or KERNELCFG_VLLM_VERSION) to resolve for a release it knows",
+        ) from exc
