@@ -11,15 +11,16 @@ noted and skipped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from argparse import ArgumentTypeError
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
-from kernelcfg import bounded, values
+from kernelcfg import bounded, model_config, serve_parser, values
 from kernelcfg.context import COMPILATION_MODES, CUDAGRAPH_MODES
 from kernelcfg.errors import ArgumentError, EngineError, closest
 from kernelcfg.inputs import Inputs
@@ -29,16 +30,6 @@ from kernelcfg.releases import Release
 __all__ = ["CONTEXT_OPTIONS", "ContextOptions", "parse", "split_version", "validate_kernel_config"]
 
 Kind = Literal["bool", "value", "json", "list"]
-
-
-@dataclass(frozen=True)
-class _Option:
-    """One option string and what it does."""
-
-    dest: str
-    kind: Kind
-    flag_value: bool = True
-    kernel: bool = True
 
 
 @dataclass
@@ -75,72 +66,7 @@ CONTEXT_OPTIONS = {
 }
 """kernelcfg's context options, by option string, to the ContextOptions field."""
 
-_BOOL_FLAGS = {  # dest: long option name
-    "enable_flashinfer_autotune": "enable-flashinfer-autotune",
-    "enforce_eager": "enforce-eager",
-    "enable_lora": "enable-lora",
-    "enable_fault_tolerance": "enable-fault-tolerance",
-    "enable_expert_parallel": "enable-expert-parallel",
-    "monokernel": "monokernel",
-}
-_VALUE_FLAGS = {
-    "moe_backend": "moe-backend",
-    "linear_backend": "linear-backend",
-    "sparse_indexer_topk_backend": "sparse-indexer-topk-backend",
-    "all2all_backend": "all2all-backend",
-    "data_parallel_size": "data-parallel-size",
-    "tensor_parallel_size": "tensor-parallel-size",
-    "optimization_level": "optimization-level",
-    "model": "model",
-    "hf_config_path": "hf-config-path",
-    "quantization": "quantization",
-}
-_JSON_FLAGS = {
-    "kernel_config": "kernel-config",
-    "ir_op_priority": "ir-op-priority",
-    "compilation_config": "compilation-config",
-}
-_SHORT = {
-    "-tp": "--tensor-parallel-size",
-    "-dp": "--data-parallel-size",
-    "-ep": "--enable-expert-parallel",
-    "-cc": "--compilation-config",
-    "-q": "--quantization",
-}
 _NORMALISED = {"moe_backend", "linear_backend", "sparse_indexer_topk_backend"}
-_KERNEL_FIELDS_AS_FLAGS = {"enable_flashinfer_autotune", "monokernel", *_NORMALISED}
-
-
-@cache
-def _options(release: Release) -> dict[str, _Option]:
-    """Every long option string of this release's ``vllm serve`` that kernelcfg knows."""
-    engine = set(release.data.get("engine_args", ()))
-    fields = release.field_facts
-    table: dict[str, _Option] = {}
-    for dest in engine:
-        table["--" + dest.replace("_", "-")] = _Option(dest, "value", kernel=False)
-
-    def present(dest: str) -> bool:
-        if dest in _KERNEL_FIELDS_AS_FLAGS and dest not in fields:
-            return False
-        return dest in engine or not engine
-
-    for dest, name in _BOOL_FLAGS.items():
-        if not present(dest):
-            continue
-        table["--" + name] = _Option(dest, "bool", True)
-        table["--no-" + name] = _Option(dest, "bool", False)
-        if name.startswith("enable-"):
-            table["--disable-" + name[len("enable-") :]] = _Option(dest, "bool", False)
-    for dest, name in _VALUE_FLAGS.items():
-        if present(dest):
-            table["--" + name] = _Option(dest, "value")
-    for dest, name in _JSON_FLAGS.items():
-        if present(dest):
-            table["--" + name] = _Option(dest, "json")
-    for name, dest in CONTEXT_OPTIONS.items():
-        table[name] = _Option(dest, "list" if dest in ("architectures", "env") else "value")
-    return table
 
 
 class _Token(str):
@@ -189,7 +115,11 @@ def _load_yaml(path_text: str, notes: list[Problem]) -> list[str]:
     path = Path(path_text)
     data = bounded.loads_yaml(bounded.read_text(path_text, "--config"), f"--config {path.name}")
     if data is None:
-        return []
+        raise ArgumentError(
+            f"--config: {bounded.shown(path_text)} is empty; vllm serve stops on it "
+            "(AttributeError)",
+            field="config",
+        )
     if not isinstance(data, dict):
         raise ArgumentError(
             f"--config: {path_text!r} must hold a mapping of option names to values",
@@ -252,7 +182,15 @@ def _yaml_json(value: dict[Any, Any], file: str, key: object) -> str:
         ) from None
 
 
-def _expand_config(tokens: list[str], notes: list[Problem]) -> list[str]:
+_CONFIG_TOKEN = re.compile(r"--config(=.+|$)")
+_SERVED_NAME = re.compile(r"--served[-_]model[-_]name(=.+|$)")
+_MODEL_TOKEN = re.compile(r"--model(=.+|$)")
+
+
+def _expand_config(
+    tokens: list[str], notes: list[Problem], *, insert_at: int, serve: bool
+) -> list[str]:
+    """``--config FILE``: its keys as options, placed after the model (vLLM's step)."""
     for t in tokens:
         if t.startswith("--config="):
             notes.append(
@@ -260,22 +198,32 @@ def _expand_config(tokens: list[str], notes: list[Problem]) -> list[str]:
                     "warning",
                     "config-equals-ignored",
                     "config",
-                    f"{t!r}: vLLM only reads '--config FILE' (with a space); with '=' the "
-                    "file is silently ignored, and so kernelcfg ignores it",
+                    f"{bounded.shown(str(t))}: vLLM only reads '--config FILE' (with a space); "
+                    "with '=' the file is silently ignored, and so kernelcfg ignores it",
                 )
             )
-    if "--config" not in tokens:
+    count = tokens.count("--config")
+    if count == 0:
         return tokens
-    if tokens.count("--config") > 1:
-        raise ArgumentError("--config: more than one config file specified", field="config")
+    if count > 1:
+        raise ArgumentError(
+            "--config: more than one config file specified (vllm serve stops: AssertionError)",
+            field="config",
+        )
     idx = tokens.index("--config")
     if idx + 1 >= len(tokens):
-        raise ArgumentError("--config: no config file specified", field="config")
+        raise ArgumentError(
+            "--config: no config file specified (vllm serve stops: ValueError)", field="config"
+        )
     loaded = _load_yaml(tokens[idx + 1], notes)
-    return loaded + tokens[:idx] + tokens[idx + 2 :]
-
-
-_NUMBER = re.compile(r"-\d+(\.\d+)?")
+    rest = tokens[:idx] + tokens[idx + 2 :]
+    if serve and insert_at == 0 and "--model" not in loaded:
+        raise ArgumentError(
+            "No model specified! Give the model first (vllm serve MODEL ...) or as 'model:' in "
+            "the config file (vllm serve stops: ValueError)",
+            field="model",
+        )
+    return rest[:insert_at] + loaded + rest[insert_at:]
 
 
 def _dash_name(arg: str) -> str:
@@ -291,7 +239,9 @@ def _rewrite(tokens: list[str]) -> list[str]:
     i = 0
     while i < len(tokens):
         arg = tokens[i]
-        if arg.startswith("--"):
+        if arg.startswith("--help="):
+            out.append(_token("--help", _origin(arg)))
+        elif arg.startswith("--"):
             out.append(_token(_dash_name(arg), _origin(arg)) if "_" in arg else arg)
         elif arg.startswith("-O") and arg != "-O":
             value = arg[3:] if arg[2] == "=" else arg[2:]
@@ -313,19 +263,6 @@ def _rewrite(tokens: list[str]) -> list[str]:
     return out
 
 
-def _human_int(text: str) -> int:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
-    if not match:
-        return int(text)
-    number, suffix = match.groups()
-    power = "kmgt".index(suffix.lower()) + 1
-    if suffix.islower():
-        return int(float(number) * int(1000**power))
-    if "." in number:
-        raise ValueError(text)
-    return int(number) * int(1024**power)
-
-
 def _dotted_value(text: str) -> Any:
     try:
         return json.loads(text)
@@ -337,8 +274,8 @@ def _dotted_value(text: str) -> Any:
             f"dotted value {bounded.shown(text)}: unusable JSON ({bounded.one_line(reason)})"
         ) from None
     try:
-        return _human_int(text)
-    except (ValueError, OverflowError):
+        return serve_parser.human_readable_int(text)
+    except (ValueError, OverflowError, ArgumentTypeError):
         return text
 
 
@@ -394,7 +331,7 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
             if name in seen:
                 dupes.append(name)
             seen.add(name)
-        if "." in arg and arg.startswith("-") and not _NUMBER.fullmatch(arg):
+        if "." in arg and arg.startswith("-"):  # vLLM's rule: -0.5 too (it eats a word)
             if "=" in arg:
                 key_path, value_text = arg.split("=", 1)
                 if "." not in key_path:
@@ -429,24 +366,6 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
         out.append(_token(key, origins[key]))
         out.append(_token(json.dumps(value), origins[key], parsed=value))
     return out
-
-
-def _match(arg: str, table: Mapping[str, _Option]) -> str | None:
-    """The option string ``arg`` names, exactly or by unambiguous prefix."""
-    if arg in table:
-        return arg
-    if arg in _SHORT:
-        return _SHORT[arg]
-    if not arg.startswith("--"):
-        return None
-    hits = [name for name in table if name.startswith(arg)]
-    if len(hits) == 1:
-        return hits[0]
-    if len(hits) > 1:
-        raise ArgumentError(
-            f"ambiguous option: {arg} could match {', '.join(sorted(hits)[:6])}", field=arg
-        )
-    return None
 
 
 def _choice(release: Release, dest: str, flag: str, value: str) -> str:
@@ -491,9 +410,10 @@ def _optimization_level(value: str) -> int:
         except ValueError:
             level = None
     if level is None or level not in (0, 1, 2, 3):
-        raise ArgumentError(
-            f"-O/--optimization-level: {value!r} is not an optimisation level; allowed: "
-            "0, 1, 2, 3 (vLLM accepts it while parsing and fails building its config)",
+        raise EngineError(
+            f"-O/--optimization-level: {bounded.shown(value)} is not an optimisation level; "
+            "allowed: 0, 1, 2, 3 (vllm serve reads it as text, then refuses it while building "
+            "its config)",
             field="optimization_level",
         )
     return level
@@ -684,10 +604,14 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
     inputs.compile_backend = backend
 
 
-def _iter_values(tokens: list[str], i: int) -> Iterator[str]:
-    while i < len(tokens) and not tokens[i].startswith("-"):
-        yield tokens[i]
-        i += 1
+_KERNEL_BOOLEANS = (
+    "enable_flashinfer_autotune",
+    "enforce_eager",
+    "enable_lora",
+    "enable_fault_tolerance",
+    "enable_expert_parallel",
+    "monokernel",
+)
 
 
 def parse(
@@ -697,172 +621,181 @@ def parse(
     env: Mapping[str, str] | None = None,
     context: ContextOptions | None = None,
 ) -> tuple[Inputs, ContextOptions]:
-    """Read ``argv`` (vLLM flags, optionally ``vllm serve MODEL …``) into inputs."""
+    """Read ``argv`` (vLLM flags, optionally ``vllm serve MODEL …``) into inputs.
+
+    kernelcfg's own options (:data:`CONTEXT_OPTIONS`) are taken out first: anywhere
+    before the ``vllm serve`` part, and inside it where the release's ``vllm serve``
+    has no option of that name. The rest is read as ``vllm serve`` reads it.
+    """
     inputs = Inputs(env=dict(env) if env is not None else {})
     ctx = context or ContextOptions()
-    notes = inputs.notes
-    prefix, serve_args = _split_serve(list(argv))
-    if serve_args is not None:
-        inputs.model = _serve_model(serve_args, notes)
-    tokens = [*prefix, *(serve_args or ())]
-    if any(t.startswith("--config") for t in tokens):
-        tokens = _expand_config(tokens, notes)
-    if any("_" in t or t.startswith("-O") for t in tokens):
-        tokens = _rewrite(tokens)
-    tokens = _gather_dotted(tokens, notes)
-    table = _options(release)
-
-    i = 0
-    hf_config_path: str | None = None
-    ignored: list[str] = []
-    while i < len(tokens):
-        tok = tokens[i]
-        arg = str(tok)
-        if not arg.startswith("-") or _NUMBER.fullmatch(arg):
-            if inputs.model is None and not ignored:
-                inputs.model = arg
-            else:
-                ignored.append(arg)
-            i += 1
-            continue
-        name, eq, inline = arg.partition("=")
-        matched = _match(name, table)
-        if matched is None:
-            elsewhere = _elsewhere(release, name, partial(_is_kernel_flag, name=name))
-            if elsewhere:
-                raise ArgumentError(f"unrecognized option {name}: {elsewhere}", field=name)
-            known_kernel = [o for o, spec in table.items() if spec.kernel]
-            hint = closest(name, known_kernel)
-            if hint is not None and _similar(name, hint):
-                raise ArgumentError(
-                    f"unrecognized option {name}; did you mean {hint!r}?", field=name
-                )
-            ignored.append(name)
-            i += 1
-            if not eq:
-                i += sum(1 for _ in _iter_values(tokens, i))
-            continue
-        spec = table[matched]
-        flag = matched
-        if spec.kind == "bool":
-            if eq:
-                raise ArgumentError(
-                    f"argument {flag}: ignored explicit argument {inline!r}", field=flag
-                )
-            setattr(inputs, spec.dest, spec.flag_value)
-            inputs.sources[spec.dest] = _origin(tok)
-            i += 1
-            continue
-        if eq:
-            value_tok = _token(inline, _origin(tok))
-            i += 1
-        else:
-            if i + 1 >= len(tokens) or (
-                tokens[i + 1].startswith("-")
-                and _parsed(tokens[i + 1]) is None
-                and not _NUMBER.fullmatch(tokens[i + 1])
-            ):
-                raise ArgumentError(f"argument {flag}: expected one argument", field=flag)
-            value_tok = tokens[i + 1]
-            i += 2
-        if not spec.kernel:
-            ignored.append(flag)
-            continue
-        _apply(release, inputs, ctx, spec, flag, value_tok)
-        if spec.dest == "hf_config_path":
-            hf_config_path = str(value_tok)
-
-    if ignored:
-        notes.append(
-            Problem(
-                "info",
-                "ignored-flags",
-                None,
-                "not kernel-related, ignored: " + " ".join(dict.fromkeys(ignored)),
-            )
+    head, serve = split_serve(argv)
+    head = take_options(head, CONTEXT_OPTIONS, lambda name, value: _context(ctx, name, value))
+    tokens, insert_at = head, 0
+    if serve is not None:
+        taken = take_options(
+            serve,
+            {
+                n: d
+                for n, d in CONTEXT_OPTIONS.items()
+                if n not in serve_parser.options(release).strings
+            },
+            lambda name, value: _context(ctx, name, value),
         )
-    _read_model_config(inputs, hf_config_path)
+        tokens, insert_at = _serve_line(taken, head)
+    if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
+        tokens = _expand_config(tokens, inputs.notes, insert_at=insert_at, serve=serve is not None)
+    if any("_" in t or t.startswith(("-O", "--help=")) for t in tokens):
+        tokens = _rewrite(tokens)
+    tokens = _gather_dotted(tokens, inputs.notes)
+    given = serve_parser.parse(release, tokens) if tokens else {}
+    _apply_all(release, inputs, given)
+    model_config.read(inputs, given.get("hf_config_path"), env=inputs.env)
     return inputs, ctx
 
 
-def _is_kernel_flag(release: Release, *, name: str) -> bool:
-    spec = _options(release).get(name)
-    return spec is not None and spec.kernel
+def split_serve(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """kernelcfg's part and what follows ``[--] [vllm] serve`` (``None``: no serve).
 
-
-def _split_serve(args: list[str]) -> tuple[list[str], list[str] | None]:
-    """kernelcfg's own flags, and what follows ``[vllm] serve`` (``None``: no serve)."""
+    A bare ``--`` before ``vllm serve`` (or alone at the start) only separates.
+    """
+    args = list(argv)
     for idx, arg in enumerate(args):
-        if arg == "serve" and (idx == 0 or args[idx - 1] == "vllm"):
+        if arg == "serve" and (idx == 0 or args[idx - 1] in ("vllm", "--")):
             head = idx - 1 if idx and args[idx - 1] == "vllm" else idx
+            if head and args[head - 1] == "--":
+                head -= 1
             return args[:head], args[idx + 1 :]
+    if args and args[0] == "--":
+        args = args[1:]
     return args, None
 
 
-def _serve_model(args: list[str], notes: list[Problem]) -> str | None:
-    """Take the model off a ``serve`` line: the positional, or ``--model`` (moved)."""
-    if args and not args[0].startswith("-"):
-        return args.pop(0)
-    for i, arg in enumerate(args):
-        name, eq, value = arg.partition("=")
-        if name != "--model":
+def take_options(
+    tokens: list[str], names: Mapping[str, str], take: Callable[[str, str], None]
+) -> list[str]:
+    """``tokens`` without the options ``names`` lists (``--x V`` or ``--x=V``), each
+    handed to ``take``; a bare ``--`` ends the search."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        arg = tokens[i]
+        name, eq, inline = arg.partition("=")
+        if arg == "--":
+            out.extend(tokens[i:])
+            break
+        if name not in names:
+            out.append(arg)
+            i += 1
             continue
-        if not eq:
-            if i + 1 >= len(args):
-                return None
-            value = args[i + 1]
-        del args[i : i + (1 if eq else 2)]
-        notes.append(
-            Problem(
-                "info",
-                "model-option",
-                "model",
-                "With vllm serve the model goes first, as a positional argument; "
-                "--model counts as it",
-            )
-        )
-        return value
-    return None
+        if eq:
+            take(name, inline)
+            i += 1
+            continue
+        if i + 1 >= len(tokens):
+            raise ArgumentError(f"{name}: expected one argument", field=names[name])
+        take(name, tokens[i + 1])
+        i += 2
+    return out
 
 
-def _similar(given: str, known: str) -> bool:
-    import difflib
-
-    return difflib.SequenceMatcher(None, given, known).ratio() >= 0.85
-
-
-def _apply(
-    release: Release,
-    inputs: Inputs,
-    ctx: ContextOptions,
-    spec: _Option,
-    flag: str,
-    tok: str,
-) -> None:
-    dest, value = spec.dest, str(tok)
-    if flag in CONTEXT_OPTIONS:
-        if dest == "architectures":
-            ctx.architectures.append(value)
-        elif dest == "env":
-            key, sep, val = value.partition("=")
-            if not sep or not key:
-                raise ArgumentError(f"--env: expected KEY=VALUE, got {value!r}", field="env")
-            ctx.env[key] = val
-        elif dest == "quant_scheme":
-            from kernelcfg.constraints import SCHEMES
-
-            if value not in SCHEMES:
-                hint = closest(value, SCHEMES)
+def _serve_line(serve: list[str], head: list[str]) -> tuple[list[str], int]:
+    """The words after ``vllm serve`` as vLLM orders them (the first ``--model`` moved
+    to the front), with kernelcfg's part inserted after the model; and how many words
+    the model takes (0 or 1)."""
+    serve = list(serve)
+    for i, arg in enumerate(serve):
+        if not _MODEL_TOKEN.fullmatch(arg):
+            continue
+        if arg == "--model":
+            if i + 1 >= len(serve):
                 raise ArgumentError(
-                    f"--quant-scheme: unknown scheme {value!r}; allowed: {', '.join(SCHEMES)}"
-                    + (f" (did you mean {hint!r}?)" if hint else ""),
-                    field="quant_scheme",
+                    "--model: expected one argument (vllm serve stops: IndexError)", field="model"
                 )
-            ctx.quant_scheme = value
+            value = serve.pop(i + 1)
         else:
-            setattr(ctx, dest, value)
-        return
-    inputs.sources[dest] = _origin(tok)
+            value = arg.split("=", 1)[1]
+        serve.pop(i)
+        serve.insert(0, value)
+        break
+    if (
+        serve
+        and serve[0].startswith("-")
+        and not any(_CONFIG_TOKEN.fullmatch(t) for t in serve)
+        and any(_SERVED_NAME.fullmatch(t) for t in serve)
+    ):
+        raise ArgumentError(
+            "`model` should be provided as the first positional argument when using "
+            "`vllm serve`, i.e. `vllm serve <model> --<arg> <value>` (vllm serve stops: "
+            "ValueError)",
+            field="model",
+        )
+    model = 1 if serve and not serve[0].startswith("-") else 0
+    return serve[:model] + head + serve[model:], model
+
+
+def _context(ctx: ContextOptions, name: str, value: str) -> None:
+    """Apply one of kernelcfg's own options."""
+    dest = CONTEXT_OPTIONS[name]
+    if dest == "architectures":
+        ctx.architectures.append(value)
+    elif dest == "env":
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise ArgumentError(
+                f"--env: expected KEY=VALUE, got {bounded.shown(value)}", field="env"
+            )
+        ctx.env[key] = val
+    elif dest == "quant_scheme":
+        from kernelcfg.constraints import SCHEMES
+
+        if value not in SCHEMES:
+            hint = closest(value, SCHEMES)
+            raise ArgumentError(
+                f"--quant-scheme: unknown scheme {bounded.shown(value)}; allowed: "
+                f"{', '.join(SCHEMES)}" + (f" (did you mean {hint!r}?)" if hint else ""),
+                field="quant_scheme",
+            )
+        ctx.quant_scheme = value
+    else:
+        setattr(ctx, dest, value)
+
+
+def _flag(release: Release, dest: str) -> str:
+    """The option string vLLM names an option by (its first long form)."""
+    return serve_parser.options(release).flag(dest)
+
+
+def _apply_all(release: Release, inputs: Inputs, given: dict[str, Any]) -> None:
+    """What the parsed options mean for kernels; other options are accepted silently."""
+    origins: dict[str, str] = given.pop("_origins", {})
+    for dest, occurrences in given.pop("_earlier", {}).items():
+        for value in occurrences[:-1]:  # each is checked as vLLM checks it; the last counts
+            with contextlib.suppress(EngineError):
+                _apply(release, Inputs(), dest, _flag(release, dest), value, "flag")
+    for dest, value in given.items():
+        origin = origins.get(dest, "flag")
+        if dest in serve_parser.RAW_DESTS:
+            try:
+                _apply(release, inputs, dest, _flag(release, dest), value, origin)
+            except EngineError as exc:  # read fine; vLLM refuses it building the engine
+                inputs.notes.append(Problem.from_error(exc))
+        elif dest in _KERNEL_BOOLEANS:
+            setattr(inputs, dest, value)
+            inputs.sources[dest] = origin
+        elif dest == "quantization":
+            inputs.quantization = value
+            inputs.sources[dest] = origin
+        elif dest == "model_tag" or (dest == "model" and "model_tag" not in given):
+            inputs.model = value
+        else:
+            inputs.other_options[dest] = origin
+
+
+def _apply(release: Release, inputs: Inputs, dest: str, flag: str, tok: str, origin: str) -> None:
+    """One option whose raw text kernelcfg checks (serve_parser.RAW_DESTS)."""
+    value = str(tok)
+    inputs.sources[dest] = origin
     if dest in _NORMALISED or dest == "all2all_backend":
         setattr(inputs, dest, _choice(release, dest, flag, value))
         if dest == "all2all_backend":
@@ -878,98 +811,15 @@ def _apply(
         setattr(inputs, dest, number)
     elif dest == "optimization_level":
         inputs.optimization_level = _optimization_level(value)
-    elif dest == "quantization":
-        inputs.quantization = None if value in ("", "None") else value
-    elif dest in ("model", "hf_config_path"):
-        if dest == "model":
-            inputs.model = value
     elif dest == "kernel_config":
         mapping = _json(flag, tok)
         inputs.kernel_values = validate_kernel_config(release, mapping, flag)
         inputs.kernel_config = mapping
         for key in mapping:
             inputs.sources[f"kernel_config.{key}"] = (
-                "--kernel-config" if _origin(tok) == "flag" else _origin(tok)
+                "--kernel-config" if origin == "flag" else origin
             )
     elif dest == "ir_op_priority":
         inputs.ir_op_priority = _ir_priority(release, _json(flag, tok), flag)
     elif dest == "compilation_config":
         _compilation(release, _json(flag, tok), flag, inputs)
-
-
-def _read_model_config(inputs: Inputs, hf_config_path: str | None) -> None:
-    """Architectures and quantisation from a local ``config.json``; hub ids are noted."""
-    for candidate in (hf_config_path, inputs.model):
-        if not candidate:
-            continue
-        config_file = _local_config(candidate)
-        if config_file is None:
-            _note_not_local(inputs, candidate, given=candidate is hf_config_path)
-            continue
-        data = bounded.loads_json(
-            bounded.read_text(config_file, "config.json"),
-            f"config.json {bounded.shown(config_file)}",
-        )
-        if not isinstance(data, dict):
-            raise ArgumentError(
-                f"{bounded.shown(config_file)} holds a JSON {type(data).__name__}, not the "
-                "mapping a model's config.json is; vLLM cannot load it either",
-                field="hf_config_path",
-            )
-        _apply_model_config(inputs, data, config_file)
-        return
-
-
-def _local_config(candidate: str) -> str | None:
-    """The ``config.json`` a model path names, or ``None`` when it names none here."""
-    if bounded.file_problem(candidate) is None:
-        return candidate if Path(candidate).name == "config.json" else None
-    inside = str(Path(candidate) / "config.json")
-    return inside if bounded.file_problem(inside) is None else None
-
-
-def _note_not_local(inputs: Inputs, candidate: str, *, given: bool) -> None:
-    problem = bounded.file_problem(candidate)
-    if given or (problem is not None and _looks_like_path(candidate)):
-        reason = problem or "it holds no config.json"
-        inputs.notes.append(
-            Problem(
-                "warning",
-                "model-config-unreadable",
-                "hf_config_path" if given else "model",
-                f"{bounded.shown(candidate)}: {reason}; kernelcfg cannot read the model's "
-                "architectures or quantisation from it (vLLM would fail to load it)",
-            )
-        )
-        return
-    inputs.notes.append(
-        Problem(
-            "info",
-            "model-not-local",
-            "model",
-            f"{bounded.shown(candidate)} is not a local folder; kernelcfg never downloads, so "
-            "its architectures are unknown unless given with --architecture",
-        )
-    )
-
-
-def _looks_like_path(text: str) -> bool:
-    return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1
-
-
-def _apply_model_config(inputs: Inputs, data: dict[str, Any], config_file: str) -> None:
-    archs = data.get("architectures")
-    if isinstance(archs, list) and inputs.architectures is None:
-        inputs.architectures = [str(a) for a in archs]
-        inputs.sources["architectures"] = config_file
-    quant = data.get("quantization_config")
-    if isinstance(quant, dict) and inputs.quantization is None:
-        method = quant.get("quant_method")
-        if isinstance(method, str):
-            inputs.quantization = method
-    if inputs.quant_scheme is None and (isinstance(quant, dict) or not inputs.quantization):
-        from kernelcfg.constraints import scheme_from_model
-
-        inputs.quant_scheme = scheme_from_model(quant if isinstance(quant, dict) else None)
-        if inputs.quant_scheme:
-            inputs.sources["quant_scheme"] = config_file

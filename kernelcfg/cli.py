@@ -224,7 +224,12 @@ def resolve(
 ) -> None:
     from kernelcfg import pipeline, render
 
-    flags = list(vllm_flags or [])
+    flags, late = _late_options(list(vllm_flags or []))
+    if "--format" in late:
+        fmt = _format(late["--format"])
+    strict = strict or "--strict" in late
+    quiet = quiet or "--quiet" in late
+    explain_sources = explain_sources or "--explain-sources" in late
     if batch is not None:
         raise typer.Exit(_run_batch(batch, flags, fmt, strict=strict, quiet=quiet))
     result = pipeline.resolve_args(flags)
@@ -255,6 +260,52 @@ def resolve(
 
         Console().print(render.table(result, strict=strict))
     raise typer.Exit(code)
+
+
+_LATE_FLAGS = ("--strict", "--quiet", "--explain-sources")
+
+
+def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``resolve``'s own options typed after ``-- vllm serve …`` (a pasted line with
+    ``--format json`` appended), unless that release's ``vllm serve`` has the name."""
+    import os
+
+    from kernelcfg import argv, releases, serve_parser
+    from kernelcfg.errors import KernelcfgError
+
+    serve = argv.split_serve(flags)[1]
+    if not serve:
+        return flags, {}
+    try:
+        release = releases.choose(argv.split_version(flags), os.environ).release
+        theirs = serve_parser.options(release).strings
+    except KernelcfgError:
+        return flags, {}
+    late: dict[str, str] = {}
+    names = {"--format": "format"} if "--format" not in theirs else {}
+    rest = argv.take_options(serve, names, late.__setitem__)
+    kept = []
+    for word in rest:
+        if word in _LATE_FLAGS and word not in theirs:
+            late[word] = ""
+        else:
+            kept.append(word)
+    return flags[: len(flags) - len(serve)] + kept, late
+
+
+def _format(value: str) -> Format:
+    """``--format VALUE`` given after ``--``, checked as Typer checks it before."""
+    try:
+        return Format(value)
+    except ValueError:
+        from kernelcfg.errors import closest
+
+        hint = closest(value, [f.value for f in Format])
+        raise _refuse(
+            f"--format: invalid value {value!r}; allowed: {', '.join(f.value for f in Format)}"
+            + (f" (did you mean {hint!r}?)" if hint else ""),
+            2,
+        ) from None
 
 
 _BATCH_REFUSED = (Format.yaml, Format.env, Format.args)

@@ -75,5 +75,12 @@ class Inputs:
     """Environment variables the engine would see (``--env`` over the process's)."""
     sources: dict[str, str] = field(default_factory=dict)
     """Where each given setting came from: ``flag``, ``config file``, ``kernel-config``."""
+    model_source: str | None = None
+    """Where the model's config.json was read: ``--hf-config-path``, ``local folder``,
+    ``Hugging Face cache``; ``None`` when it was not found here."""
+    model_config_file: str | None = None
+    """That config.json's path."""
+    other_options: dict[str, str] = field(default_factory=dict)
+    """The ``vllm serve`` options given that do not bear on kernels, with their source."""
     notes: list[Problem] = field(default_factory=list)
     """Warnings and notes from reading the flags (lost YAML ``false``, ignored flags)."""

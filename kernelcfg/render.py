@@ -49,6 +49,7 @@ def as_data(
             "hash_factors": None,
             "problems": [result.problem.as_dict()],
             "vllm_version_source": None,
+            "model": None,
         }
     problems = result.problems
     valid = result.exit_code(strict=strict) == 0
@@ -66,6 +67,7 @@ def as_data(
         "hash_factors": result.hash_factors,
         "problems": [p.as_dict() for p in problems],
         "vllm_version_source": _version_source(result),
+        "model": model_data(result),
     }
     if sources:
         data["sources"] = all_sources(result)
@@ -78,6 +80,23 @@ _SOURCE_WORDS = {
     "installed": "installed here",
     "newest": "newest known",
 }
+
+
+def model_data(result: Resolution) -> dict[str, Any] | None:
+    """What was read about the model (``None`` when nothing was given about it)."""
+    inputs = result.inputs
+    if inputs is None or not (
+        inputs.model or inputs.architectures or inputs.quantization or inputs.quant_scheme
+    ):
+        return None
+    return {
+        "id": inputs.model,
+        "architectures": inputs.architectures,
+        "quantization": inputs.quantization,
+        "quant_scheme": inputs.quant_scheme,
+        "source": inputs.model_source,
+        "config_file": inputs.model_config_file,
+    }
 
 
 def _version_source(result: Resolution) -> str:
@@ -149,6 +168,8 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         _ENCODE([p.as_dict() for p in result.problems]),
         ',"vllm_version_source":',
         _ENCODE(_version_source(result)),
+        ',"model":',
+        _ENCODE(model_data(result)),
     ]
     for key, value in extra.items():
         parts += [",", _ENCODE(key), ":", _ENCODE(value)]
@@ -200,6 +221,8 @@ def as_env(data: dict[str, Any]) -> str:
     ]
     for key, value in (data.get("platform") or {}).items():
         pairs.append((_env_name("platform", key), value))
+    for key, value in (data.get("model") or {}).items():
+        pairs.append((_env_name("model", key), value))
     for key, value in (data.get("kernel_config") or {}).items():
         if key == "ir_op_priority":
             for op, lst in value.items():
@@ -275,6 +298,17 @@ def as_args(result: Resolution) -> list[str]:
     return out
 
 
+def _model_line(model: dict[str, Any]) -> str:
+    """The model as one line of the table."""
+    said = [f"model {model['id']}" if model["id"] else "model"]
+    if model["architectures"]:
+        said.append(", ".join(model["architectures"]))
+    if model["quantization"] or model["quant_scheme"]:
+        said.append(" / ".join(str(q) for q in (model["quantization"], model["quant_scheme"]) if q))
+    line = "; ".join(said)
+    return line + (f"  (from {model['source']})" if model["source"] else "")
+
+
 def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
     """A rich renderable for people: fields with their sources, dispatch, hash, problems."""
     from rich.console import Group
@@ -299,6 +333,9 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         style="green" if data["valid"] else "red bold",
     )
     parts.append(head)
+    model = data.get("model")
+    if model:
+        parts.append(Text(_model_line(model)))
     if isinstance(result, Resolution) and result.kernel_config is not None:
         fields = Table(title="kernel config", title_justify="left", expand=False)
         fields.add_column("field", no_wrap=True)

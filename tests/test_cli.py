@@ -234,7 +234,7 @@ def test_local_model_folder_gives_architectures(tmp_path: Path) -> None:
         (["--moe-backend", "flashinfer_trtlm"], 2, "did you mean 'flashinfer_trtllm'"),
         (["--moe-backnd", "triton"], 2, "did you mean '--moe-backend'"),
         (["--all2all-backend", "passthrough"], 2, "passthrough"),
-        (["-O5"], 2, "optimisation level"),
+        (["-O5"], 1, "optimisation level"),
         (["-O", "5"], 2, "unrecognized arguments: -O 5"),
         (["-cc.cudagraph_mode=BOGUS"], 2, "KeyError"),
         (["-cc.mode=3", "-cc.backend=foo"], 2, "Invalid backend for piecewise compilation"),
@@ -349,6 +349,7 @@ def test_json_contract_keys() -> None:
         "hash_factors",
         "problems",
         "vllm_version_source",
+        "model",
     ]
     assert data["format_version"] == "1"
     assert data["hash_scheme"] == "hash_config"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelcfg import config, hashing, lint_env, platforms, releases
+from kernelcfg import config, hashing, lint_env, platforms, releases, serve_parser
 
 from .cli_helpers import run
 
@@ -40,6 +40,7 @@ def _clear_caches() -> None:
         lint_env._known_elsewhere,
         hashing._ir_hash,
         platforms._from_flags,
+        serve_parser.options,
     ):
         fn.cache_clear()
 
@@ -51,6 +52,10 @@ def synthetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         shutil.copy(path, tmp_path / path.name)
     newest = json.loads((source / f"vllm-{releases.newest()}.json").read_text())
     (tmp_path / f"vllm-{SYNTHETIC}.json").write_text(json.dumps(_without_ir(newest)))
+    serve = json.loads((source / f"serve-{releases.newest()}.json").read_text())
+    serve["vllm_version"] = SYNTHETIC
+    serve["options"] = [o for o in serve["options"] if o["dest"] != "ir_op_priority"]
+    (tmp_path / f"serve-{SYNTHETIC}.json").write_text(json.dumps(serve))
     monkeypatch.setattr(releases, "_DIR", tmp_path)
     _clear_caches()
     yield SYNTHETIC

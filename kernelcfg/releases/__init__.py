@@ -22,6 +22,7 @@ __all__ = [
     "Chosen",
     "Release",
     "choose",
+    "data_path",
     "installed_vllm",
     "known_versions",
     "load",
@@ -47,6 +48,11 @@ def known_versions() -> tuple[str, ...]:
     """Every release kernelcfg has data for, oldest first."""
     found = (m.group(1) for m in map(_NAME.match, os.listdir(_DIR)) if m)
     return tuple(sorted(found, key=version_key))
+
+
+def data_path(name: str) -> Path:
+    """A data file of the releases folder (``serve-0.34.0.json`` …)."""
+    return _DIR / name
 
 
 def newest() -> str:

@@ -1,0 +1,244 @@
+"""The ``vllm serve`` surface, per release: kernelcfg's parser decides as argparse over
+vLLM's own parser does, and real published command lines resolve.
+
+The reference here is a plain argparse parser built from the same release data with
+the standard library's own actions (what vLLM's parser is), so every kernelcfg
+refinement — raw kernel options, origins, messages — is checked against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from kernelcfg import argv, releases, serve_parser
+from kernelcfg.errors import ArgumentError
+from kernelcfg.pipeline import Failure, Request, resolve_args
+
+from .cli_helpers import run
+
+
+class _StopError(Exception):
+    pass
+
+
+class _Reference(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _StopError(message)
+
+
+class _Bool(argparse.Action):
+    def __init__(self, option_strings: Any, dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser, values, option_string
+        setattr(namespace, self.dest, True)
+
+
+def reference(version: str) -> _Reference:
+    """Stock argparse over the release's options: types and choices as vLLM's."""
+    data = serve_parser.options(releases.load(version)).data
+    parser = _Reference(add_help=False, allow_abbrev=True)
+    for raw in data["options"]:
+        kind = raw["action"]
+        if kind in ("store_true", "store_false", "store_const", "boolean", "count", "help"):
+            parser.add_argument(*raw["strings"], dest=raw["dest"], action=_Bool)
+        else:
+            kind_of = serve_parser._type(raw.get("type")) or str
+            parser.add_argument(
+                *raw["strings"],
+                dest=raw["dest"],
+                nargs=raw.get("nargs"),
+                type=kind_of,
+                choices=raw.get("choices"),
+                action="append" if kind == "append" else "store",
+            )
+    parser.add_argument("model_tag", nargs="?")
+    return parser
+
+
+def accepted(parser: argparse.ArgumentParser, words: list[str]) -> bool:
+    try:
+        parser.parse_args(words)
+    except _StopError:
+        return False
+    return True
+
+
+def kernelcfg_accepts(version: str, words: list[str]) -> bool:
+    """kernelcfg's whole reading of the words (its own checks of kernel options too)."""
+    try:
+        argv.parse(words, releases.load(version))
+    except ArgumentError:
+        return False
+    return True
+
+
+VERSIONS = releases.known_versions()
+
+
+def _surface(version: str) -> list[list[str]]:
+    """Every boolean with and without --no-, a wrong choice for each choice option,
+    a missing value for each valued option, a prefix of each long option."""
+    data = serve_parser.options(releases.load(version)).data
+    own = ("help", "lora")  # vLLM's custom actions: kernelcfg's emulation is tested apart
+    strings = sorted(
+        s
+        for o in data["options"]
+        if o["action"] not in own
+        for s in o["strings"]
+        if s.startswith("--")
+    )
+    lines: list[list[str]] = []
+    for raw in data["options"]:
+        if raw["action"] in own:
+            continue
+        for s in raw["strings"]:
+            if raw["action"] == "boolean":
+                lines += [[s], [f"{s}=1"]]
+            elif raw["action"] not in ("store_true", "store_false", "count", "store_const"):
+                lines.append([s])  # a missing value
+                lines.append(["m", s, "--port"])  # a missing value mid-line
+        if raw.get("choices"):
+            lines.append([raw["strings"][0], "not-a-choice"])
+    for s in strings:
+        for cut in (len(s) - 1, max(3, len(s) // 2)):
+            lines.append([s[:cut], "1"])
+    return lines
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_same_decisions_as_argparse(version: str) -> None:
+    parser = reference(version)
+    lines = _surface(version)
+    assert len(lines) > 500
+    differ = [w for w in lines if accepted(parser, w) != kernelcfg_accepts(version, w)]
+    assert differ == []
+
+
+def test_negative_forms_set_false() -> None:
+    release = releases.load("0.33")
+    assert serve_parser.parse(release, ["--no-enforce-eager"])["enforce_eager"] is False
+    assert (
+        serve_parser.parse(release, ["--disable-expert-parallel"])["enable_expert_parallel"]
+        is False
+    )
+    assert serve_parser.parse(release, ["--no-enable-lora"])["enable_lora"] is False
+    old = releases.load("0.32")
+    with pytest.raises(ArgumentError):
+        serve_parser.parse(old, ["--disable-expert-parallel"])
+
+
+PUBLISHED = json.loads((Path(__file__).parent / "data" / "published-serve-lines.json").read_text())
+
+
+@pytest.mark.parametrize("line", PUBLISHED["lines"], ids=[x["id"] for x in PUBLISHED["lines"]])
+def test_published_lines_resolve(line: dict[str, Any]) -> None:
+    result = resolve_args(["--device", line["device"], "--", *line["argv"]], Request(environ={}))
+    assert not isinstance(result, Failure), result.problem.message
+    assert result.exit_code() in (0, 1), [p.message for p in result.problems]
+    assert result.kernel_config is not None
+    for field, value in line.get("expect", {}).items():
+        if field in result.kernel_config:
+            assert result.kernel_config[field] == value, field
+        else:
+            assert result.parallel[field] == value, field
+
+
+def test_pasted_line_with_format_json_after_it() -> None:
+    result = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--",
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-8B",
+        "--trust-remote-code",
+        "--tensor-parallel-size",
+        "2",
+        "--format",
+        "json",
+        env={"HF_HUB_CACHE": "/nonexistent"},
+    )
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["parallel_config"]["tensor_parallel_size"] == 2
+    assert data["model"]["id"] == "Qwen/Qwen3-8B"
+
+
+@pytest.mark.parametrize(
+    ("words", "needle"),
+    [
+        (["--no-such-flag", "1"], "unrecognized arguments"),
+        (["--linear-backend-per-quant", "x"], "unrecognized arguments"),
+        (["--max-model-len", "4096 tokens"], "invalid"),
+        (["--gpu-memory-utilization", "x"], "cannot be converted"),
+        (["--max-num-batched-tokens", "1.5K"], "Decimals are not allowed"),
+        (["--trust-remote-code=True"], "ignored explicit argument"),
+        (["m", "stray"], "unrecognized arguments: 'stray'"),
+        (["--max-num", "8"], "ambiguous option"),
+        (["--dtype", "halff"], "did you mean 'half'"),
+    ],
+)
+def test_vllm_refusals_exit_2(words: list[str], needle: str) -> None:
+    result = run("resolve", "--device", "h100", "--format", "json", "--", "vllm", "serve", *words)
+    assert result.exit_code == 2
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_human_readable_sizes_as_vllm() -> None:
+    release = releases.load("0.33")
+    got = serve_parser.parse(release, ["--max-num-batched-tokens", "8k", "--max-model-len", "1K"])
+    assert got["max_num_batched_tokens"] == 8000
+    assert got["max_model_len"] == 1024
+
+
+def test_model_read_from_the_hugging_face_cache(tmp_path: Path) -> None:
+    snap = tmp_path / "models--org--moe" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (tmp_path / "models--org--moe" / "refs").mkdir()
+    (tmp_path / "models--org--moe" / "refs" / "main").write_text("abc")
+    (snap / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["DeepseekV3ForCausalLM"],
+                "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+            }
+        )
+    )
+    result = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        "--",
+        "vllm",
+        "serve",
+        "org/moe",
+        env={"HF_HUB_CACHE": str(tmp_path)},
+    )
+    model = result.json()["model"]
+    assert model["architectures"] == ["DeepseekV3ForCausalLM"]
+    assert model["quantization"] == "fp8"
+    assert model["source"] == "Hugging Face cache"
+    env = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--format",
+        "env",
+        "--",
+        "vllm",
+        "serve",
+        "org/moe",
+        env={"HF_HUB_CACHE": str(tmp_path)},
+    )
+    assert "KERNELCFG_MODEL_SOURCE='Hugging Face cache'" in env.stdout
