@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -30,6 +30,22 @@ app = typer.Typer(
     # unknown single-dash words as clusters of short options.
     context_settings={"help_option_names": ["--help"]},
 )
+
+
+class FailOn(StrEnum):
+    """What makes ``resolve`` exit 1."""
+
+    error = "error"
+    warning = "warning"
+    never = "never"
+
+
+def _exit_code(result: Any, fail_on: FailOn) -> int:
+    """The exit code under the run's policy: 2 and 70 always stand; 1 as ``fail_on``."""
+    from kernelcfg import render
+
+    code = render.exit_code_of(result, strict=fail_on is FailOn.warning)
+    return 0 if code == 1 and fail_on is FailOn.never else code
 
 
 class Format(StrEnum):
@@ -95,6 +111,8 @@ def main_callback(
     ] = False,
 ) -> None:
     """kernelcfg: vLLM kernel flags, resolved before a GPU is booked."""
+    del version  # handled by its eager callback
+    _guard_streams()
 
 
 _KERNEL_FLAG_CHOICES = {
@@ -133,6 +151,19 @@ def _complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> lis
         "--config",
     ]
     return [f for f in flags if f.startswith(incomplete)]
+
+
+def _note_fallback(result: Any) -> bool:
+    """Say once, on stderr, that no target was given and none was found."""
+    target = getattr(result, "target", None)
+    if target is None or target.source != "fallback":
+        return False
+    sys.stderr.write(
+        "note: no --device given and no GPU detected here"
+        + (f" ({target.note})" if target.note else "")
+        + "; resolving for the CPU platform. Give --device PRESET (or set KERNELCFG_DEVICE)\n"
+    )
+    return True
 
 
 def _print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
@@ -213,7 +244,17 @@ def resolve(
             '{"id": ..., "argv": [...]}; the flags given here apply to every line.',
         ),
     ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Treat warnings as errors (= --fail-on warning).")
+    ] = False,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="What makes the exit code 1: error (default), warning, or never (report "
+            "only). Notes never fail; unusable input is always 2.",
+        ),
+    ] = FailOn.error,
     quiet: Annotated[
         bool, typer.Option("--quiet", help="Print nothing; only the exit code.")
     ] = False,
@@ -226,17 +267,24 @@ def resolve(
 
     flags, late = _late_options(list(vllm_flags or []))
     if "--format" in late:
-        fmt = _format(late["--format"])
-    strict = strict or "--strict" in late
+        fmt = _choice_of(Format, "--format", late["--format"])
+    if "--fail-on" in late:
+        fail_on = _choice_of(FailOn, "--fail-on", late["--fail-on"])
+    if strict or "--strict" in late:
+        fail_on = FailOn.warning
+    strict = fail_on is FailOn.warning
     quiet = quiet or "--quiet" in late
     explain_sources = explain_sources or "--explain-sources" in late
     if batch is not None:
-        raise typer.Exit(_run_batch(batch, flags, fmt, strict=strict, quiet=quiet))
+        raise typer.Exit(_run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet))
     result = pipeline.resolve_args(flags)
     fmt = fmt or Format.table
     data = render.as_data(result, strict=strict, sources=explain_sources)
-    code = render.exit_code_of(result, strict=strict)
-    _print_problems(data["problems"], quiet)
+    code = _exit_code(result, fail_on)
+    # GitHub shows the annotations on stdout; the same lines on stderr would show twice.
+    _print_problems(data["problems"], quiet or fmt is Format.github)
+    if not quiet:
+        _note_fallback(result)
     if quiet:
         raise typer.Exit(code)
     if fmt is Format.json:
@@ -244,7 +292,7 @@ def resolve(
     elif fmt is Format.yaml:
         sys.stdout.write(render.as_yaml(data))
     elif fmt is Format.env:
-        sys.stdout.write(render.as_env(data))
+        sys.stdout.write(render.as_env(data, exit_code=code))
     elif fmt is Format.args:
         import shlex
 
@@ -282,7 +330,7 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
     except KernelcfgError:
         return flags, {}
     late: dict[str, str] = {}
-    names = {"--format": "format"} if "--format" not in theirs else {}
+    names = {n: n for n in ("--format", "--fail-on") if n not in theirs}
     rest = argv.take_options(serve, names, late.__setitem__)
     kept = []
     for word in rest:
@@ -293,16 +341,20 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
     return flags[: len(flags) - len(serve)] + kept, late
 
 
-def _format(value: str) -> Format:
-    """``--format VALUE`` given after ``--``, checked as Typer checks it before."""
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _choice_of(kind: type[_E], flag: str, value: str) -> _E:
+    """An option value given after ``--``, checked as Typer checks it before ``--``."""
     try:
-        return Format(value)
+        return kind(value)
     except ValueError:
         from kernelcfg.errors import closest
 
-        hint = closest(value, [f.value for f in Format])
+        allowed = [str(f.value) for f in kind]
+        hint = closest(value, allowed)
         raise _refuse(
-            f"--format: invalid value {value!r}; allowed: {', '.join(f.value for f in Format)}"
+            f"{flag}: invalid value {value!r}; allowed: {', '.join(allowed)}"
             + (f" (did you mean {hint!r}?)" if hint else ""),
             2,
         ) from None
@@ -399,12 +451,13 @@ def _silence_stdout() -> None:
 
 
 def _run_batch(
-    path: str, flags: list[str], fmt: Format | None, *, strict: bool, quiet: bool
+    path: str, flags: list[str], fmt: Format | None, *, fail_on: FailOn, quiet: bool
 ) -> int:
     """``--batch``: one JSON line per input line, written as they are known; or a report."""
     from kernelcfg import pipeline, render
     from kernelcfg.reports import Entry
 
+    strict = fail_on is FailOn.warning
     if fmt in _BATCH_REFUSED:
         assert fmt is not None
         raise _refuse(
@@ -422,16 +475,19 @@ def _run_batch(
 
     out = _Out(1 if path == "-" else 256)
     worst = 0
+    noted = quiet
     stream = _open_batch(path)
     previous = signal.signal(signal.SIGINT, out.on_sigint)
     try:
         with stream:
             for line in pipeline.batch(bounded.lines(stream), flags):
                 result = line.result
-                code = render.exit_code_of(result, strict=strict)
+                code = _exit_code(result, fail_on)
                 worst = max(worst, code)
                 if isinstance(result, pipeline.Failure) and result.traceback:
                     sys.stderr.write(result.traceback)
+                if not noted:
+                    noted = _note_fallback(result)
                 if quiet or out.closed:
                     continue
                 if report or summary:

@@ -76,6 +76,8 @@ class Verdict:
     """What could not be checked offline."""
     source: str = ""
     """Where in vLLM the rule comes from."""
+    quantisation_only: bool = False
+    """``depends`` only on the model's quantisation, which was not given: a note."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -86,6 +88,7 @@ class Verdict:
             "reason": self.reason,
             "unknowns": list(self.unknowns),
             "source": self.source,
+            "quantisation_only": self.quantisation_only,
         }
 
     def problem(self, message: str | None = None) -> Problem | None:
@@ -94,6 +97,8 @@ class Verdict:
         severity = SEVERITY.get(self.status)
         if severity is None:
             return None
+        if self.quantisation_only:
+            severity = "info"
         return Problem(severity, f"backend-{self.status}", self.field, message or self.reason)
 
 
@@ -217,6 +222,8 @@ def _target_text(target: Target) -> str:
         return f"{target.device} is SM{(target.capability or '?').replace('.', '')}"
     if target.kind == "rocm":
         return f"{target.device} is {target.gfx_arch}"
+    if target.source == "fallback":
+        return f"the target is {target.kind} (no GPU detected and no --device given)"
     return f"the target is {target.kind}"
 
 
@@ -465,11 +472,12 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
     else:
         candidates = list(served) if served else [""]
     unknowns: list[str] = []
+    quant_unknown = (
+        f"the model's quantisation ('{value}' serves {', '.join(served or ())}; "
+        "give --quant-scheme or --quantization)"
+    )
     if schemes is None and ctx.scheme is None and ctx.possible is None and served:
-        unknowns.append(
-            f"the model's quantisation ('{value}' serves {', '.join(served)}; "
-            "give --quant-scheme or --quantization)"
-        )
+        unknowns.append(quant_unknown)
 
     runs: list[str] = []
     failures: list[tuple[str, _Outcome]] = []
@@ -519,6 +527,7 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
         unknowns.extend(extra)
         runs.append(scheme)
     unknowns = list(dict.fromkeys(unknowns))
+    quantisation_only = schemes is None and ctx.scheme is None and set(unknowns) <= {quant_unknown}
     if not runs and not fallback:
         reason = _why_not(value, served, failures)
         if linear and all(o.platform for _, o in failures):
@@ -541,6 +550,7 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             f"runs for {names or 'some layers'}; not for {not_for}: {failed}",
             tuple(unknowns),
             source,
+            quantisation_only,
         )
     if unknowns:
         return Verdict(
@@ -550,6 +560,7 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             f"'{value}' fits {_target_label(ctx.target)}; it still needs " + "; ".join(unknowns),
             tuple(unknowns),
             source,
+            quantisation_only,
         )
     if fallback and not runs:
         return Verdict(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from kernelcfg.conditions import evaluate
 from kernelcfg.errors import ArgumentError, closest
@@ -246,29 +246,17 @@ def _from_flags(
 
 @cache
 def detect() -> Target:
-    """This machine's first accelerator, through torch; ``cpu`` (with why) otherwise."""
-    import warnings
+    """This machine's first accelerator (NVML, the ROCm KFD topology, then torch);
+    ``cpu`` with the reasons otherwise."""
+    from kernelcfg import detection
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. torch's note that numpy is missing
-            import torch
-    except ImportError:
-        return Target("cpu", "cpu", source="fallback", note="torch is not installed")
-    try:
-        if torch.cuda.is_available():
-            props = torch.cuda.get_device_properties(0)
-            if getattr(torch.version, "hip", None):
-                arch = str(getattr(props, "gcnArchName", "")).split(":")[0]
-                return Target("rocm", props.name, gfx_arch=arch or None, source="detected")
-            major, minor = torch.cuda.get_device_capability(0)
-            return Target("cuda", props.name, capability=f"{major}.{minor}", source="detected")
-        xpu = getattr(torch, "xpu", None)
-        if xpu is not None and xpu.is_available():
-            return Target("xpu", xpu.get_device_name(0), source="detected")
-    except RuntimeError as exc:
-        return Target("cpu", "cpu", source="fallback", note=f"torch saw no usable GPU: {exc}")
-    return Target("cpu", "cpu", source="fallback", note="torch sees no CUDA, ROCm or XPU GPU")
+    found = detection.find()
+    if isinstance(found, str):
+        return Target("cpu", "cpu", source="fallback", note=found)
+    kind, name, capability, gfx_arch = found
+    return Target(
+        cast(Kind, kind), name, capability=capability, gfx_arch=gfx_arch, source="detected"
+    )
 
 
 def env_flag(release: Release, name: str, env: Mapping[str, str]) -> bool:

@@ -71,6 +71,7 @@ def as_data(
     }
     if sources:
         data["sources"] = all_sources(result)
+        data["other_options"] = dict(result.inputs.other_options) if result.inputs else {}
     return data
 
 
@@ -212,8 +213,10 @@ def _env_value(value: Any) -> str:
     return str(value)
 
 
-def as_env(data: dict[str, Any]) -> str:
-    """``KERNELCFG_…=…`` lines, shell-quoted, for ``eval`` or ``source``."""
+def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
+    """``KERNELCFG_…=…`` lines, shell-quoted, for ``eval`` or ``source``; with
+    ``exit_code``, a last ``KERNELCFG_EXIT`` line (``set -e`` cannot see the code of a
+    command inside ``eval "$(…)"``)."""
     pairs: list[tuple[str, Any]] = [
         (_env_name("valid"), data["valid"]),
         (_env_name("vllm_version"), data["vllm_version"]),
@@ -237,6 +240,8 @@ def as_env(data: dict[str, Any]) -> str:
         pairs.append((_env_name("ir_dispatch", op), chain))
     errors = [p for p in data["problems"] if p["severity"] == "error"]
     pairs.append((_env_name("errors"), len(errors)))
+    if exit_code is not None:
+        pairs.append((_env_name("exit"), exit_code))
     return "".join(f"{name}={shlex.quote(_env_value(value))}\n" for name, value in pairs)
 
 

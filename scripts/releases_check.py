@@ -2,7 +2,11 @@
 
 Downloads each ``vllm==X`` wheel (about 300 MB each) with ``pip download --no-deps``
 into ``$KERNELCFG_WHEELS`` (default: a temporary folder) and runs
-``release_data.py --check`` on it. Exit 1 when any file would change.
+``release_data.py --check`` on it; then installs it into a throwaway virtual
+environment (``scripts/serve_parser/venv.sh``, CPU torch; ``$KERNELCFG_SERVE_VENV``
+keeps it between runs), dumps the parser ``vllm serve`` builds and checks
+``serve-X.Y.Z.json`` with ``serve_options.py --check`` (``KERNELCFG_SKIP_SERVE=1``
+skips that half). Exit 1 when any file would change.
 """
 
 from __future__ import annotations
@@ -41,11 +45,30 @@ def _wheel(version: str, folder: Path) -> Path:
     return found[0]
 
 
+def _serve_check(version: str, wheel: Path, venv: Path, tmp: Path) -> bool:
+    """Dump ``vllm serve``'s parser from the wheel in a throwaway venv; compare."""
+    env = {**os.environ, "VENV": str(venv), "KERNELCFG_WHEELS": str(wheel.parent)}
+    serve = HERE / "serve_parser"
+    subprocess.run(["bash", str(serve / "venv.sh"), version], check=True, env=env)
+    dump = tmp / f"dump-{version}.json"
+    subprocess.run(
+        [str(venv / "bin" / "python"), str(serve / "dump.py"), str(dump)],
+        check=True,
+        env={k: v for k, v in env.items() if not k.startswith("VLLM_")},
+    )
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "serve_options.py"), str(dump), "--check"], check=False
+    )
+    return proc.returncode == 0
+
+
 def main() -> int:
     given = os.environ.get("KERNELCFG_WHEELS")
+    serve = os.environ.get("KERNELCFG_SKIP_SERVE") != "1"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(given) if given else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
+        venv = Path(os.environ.get("KERNELCFG_SERVE_VENV", str(Path(tmp) / "venv")))
         failed = 0
         for version in releases.known_versions():
             wheel = _wheel(version, folder)
@@ -54,7 +77,10 @@ def main() -> int:
                 check=False,
             )
             failed += proc.returncode != 0
-    print(f"{len(releases.known_versions()) - failed} identical, {failed} differ")
+            if serve:
+                failed += not _serve_check(version, wheel, venv, Path(tmp))
+    files = len(releases.known_versions()) * (2 if serve else 1)
+    print(f"{files - failed} identical, {failed} differ")
     return 1 if failed else 0
 
 

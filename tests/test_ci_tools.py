@@ -198,7 +198,8 @@ def test_backends_report_has_one_annotation_per_reported_verdict() -> None:
     kinds = {"cannot-run": "error", "falls-back": "warning", "depends": "warning"}
     kinds["no-effect"] = "notice"
     expected = [
-        f"::{kinds[v['verdict']]} title=kernelcfg {v['field']}={v['value']}%3A "
+        f"::{'notice' if v['quantisation_only'] else kinds[v['verdict']]} "
+        f"title=kernelcfg {v['field']}={v['value']}%3A "
         f"backend-{v['verdict']}::"
         for v in verdicts
         if v["verdict"] != "runs"
