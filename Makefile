@@ -8,7 +8,18 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: install install-dev demo test lint typecheck unit bench releases-check clean
 
-$(VENV)/bin/python:
+PYTHON_OK := $(shell $(PYTHON) -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
+VENV_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+
+.PHONY: python-check
+python-check:  ## kernelcfg needs Python 3.11+; a .venv made by another Python is rebuilt
+	@if [ "$(PYTHON_OK)" != "1" ]; then \
+		echo "kernelcfg needs Python 3.11 or newer; $(PYTHON) is $(VENV_PYTHON). Run: make demo PYTHON=python3.11" >&2; \
+		exit 2; fi
+	@if [ -x $(PY) ] && [ "$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(VENV_PYTHON)" ]; then \
+		echo "rebuilding $(VENV): it was made by another Python" >&2; rm -rf $(VENV); fi
+
+$(VENV)/bin/python: | python-check
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
@@ -24,7 +35,7 @@ install: $(VENV)/.installed  ## the tool alone (no torch)
 
 install-dev: $(STAMP)  ## the tool, test and lint tools, torch pinned for this environment
 
-demo: $(VENV)/.installed  ## resolve a real example and print it
+demo: python-check $(VENV)/.installed  ## resolve a real example and print it
 	$(VENV)/bin/kernelcfg resolve --device b200 --moe-backend FlashInfer-TRTLLM -O3 --format table
 	$(VENV)/bin/kernelcfg resolve --device b200 --moe-backend FlashInfer-TRTLLM -O3 --format env
 

@@ -244,6 +244,16 @@ def resolve(
             '{"id": ..., "argv": [...]}; the flags given here apply to every line.',
         ),
     ] = None,
+    matrix: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--matrix",
+            help="With --batch: resolve every line for each value, e.g. --matrix "
+            "device=h100,b200 --matrix vllm_version=0.33,0.34 (repeatable; keys: device, "
+            "platform, capability, gfx_arch, vllm_version, quant_scheme).",
+            show_default=False,
+        ),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Treat warnings as errors (= --fail-on warning).")
     ] = False,
@@ -275,8 +285,11 @@ def resolve(
     strict = fail_on is FailOn.warning
     quiet = quiet or "--quiet" in late
     explain_sources = explain_sources or "--explain-sources" in late
+    cells = _matrix(matrix or [])
     if batch is not None:
-        raise typer.Exit(_run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet))
+        raise typer.Exit(_run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet, cells=cells))
+    if cells:
+        raise _refuse("--matrix expands --batch lines; give --batch FILE too", 2)
     result = pipeline.resolve_args(flags)
     fmt = fmt or Format.table
     data = render.as_data(result, strict=strict, sources=explain_sources)
@@ -450,8 +463,44 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
+def _matrix(axes: list[str]) -> list[dict[str, str]]:
+    """``--matrix KEY=A,B`` axes as their cells (every combination, in order)."""
+    import itertools
+
+    from kernelcfg.errors import closest
+    from kernelcfg.pipeline import LINE_CONTEXT
+
+    keys = [k for k in LINE_CONTEXT if k != "env"]
+    named: list[tuple[str, list[str]]] = []
+    for axis in axes:
+        key, sep, values = axis.partition("=")
+        key = key.replace("-", "_")
+        if not sep or key not in keys or not values:
+            hint = closest(key, keys)
+            raise _refuse(
+                f"--matrix: expected KEY=V1,V2 with KEY one of {', '.join(keys)}, got {axis!r}"
+                + (f" (did you mean {hint!r}?)" if hint and key not in keys else ""),
+                2,
+            )
+        named.append((key, [v for v in values.split(",") if v]))
+    return (
+        [
+            dict(zip([k for k, _ in named], combo, strict=True))
+            for combo in itertools.product(*(v for _, v in named))
+        ]
+        if named
+        else []
+    )
+
+
 def _run_batch(
-    path: str, flags: list[str], fmt: Format | None, *, fail_on: FailOn, quiet: bool
+    path: str,
+    flags: list[str],
+    fmt: Format | None,
+    *,
+    fail_on: FailOn,
+    quiet: bool,
+    cells: list[dict[str, str]],
 ) -> int:
     """``--batch``: one JSON line per input line, written as they are known; or a report."""
     from kernelcfg import pipeline, render
@@ -475,15 +524,17 @@ def _run_batch(
 
     out = _Out(1 if path == "-" else 256)
     worst = 0
+    counts: dict[int, int] = {}
     noted = quiet
     stream = _open_batch(path)
     previous = signal.signal(signal.SIGINT, out.on_sigint)
     try:
         with stream:
-            for line in pipeline.batch(bounded.lines(stream), flags):
+            for line in pipeline.batch(bounded.lines(stream), flags, matrix=cells):
                 result = line.result
                 code = _exit_code(result, fail_on)
                 worst = max(worst, code)
+                counts[code] = counts.get(code, 0) + 1
                 if isinstance(result, pipeline.Failure) and result.traceback:
                     sys.stderr.write(result.traceback)
                 if not noted:
@@ -497,9 +548,14 @@ def _run_batch(
                     else:
                         rows.append(render.summary_row(result, line.id, code, strict=strict))
                     continue
-                extra = {"id": line.id, "exit_code": code}
+                extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+                if cells:
+                    extra["matrix"] = line.cell
                 out.add(render.json_line(result, extra, strict=strict))
         out.flush()
+        if not quiet:
+            tally = ", ".join(f"{n:,} exit {c}" for c, n in sorted(counts.items()))
+            sys.stderr.write(f"kernelcfg: {sum(counts.values()):,} results: {tally or 'none'}\n")
     except KeyboardInterrupt:
         out.pending.clear()
         return 130
@@ -715,6 +771,112 @@ def diff(
             )
         console.print(table)
     raise typer.Exit(code)
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg scan deploy/*.yaml scripts/serve.sh --device h100\n\n"
+        "  kernelcfg scan k8s/ --format github   (files only; name them, or let pre-commit)\n\n"
+        "Exit codes: the worst line's (0, 1, 2); 0 when no vllm serve line is found."
+    ),
+)
+def scan(
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Files to read, then context flags for every line (--device, "
+            "--vllm-version, --env …).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
+        ReportFormat.table
+    ),
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="What makes the exit code 1.")
+    ] = FailOn.error,
+) -> None:
+    """Resolve every `vllm serve` line written in files: shell, YAML, Dockerfiles, docs.
+
+    For pre-commit hooks and CI: each line is read as that release's `vllm serve`
+    reads it and resolved for the target given; problems are reported with file and
+    line.
+    """
+    import json
+
+    from kernelcfg import pipeline, render
+    from kernelcfg import scan as scan_mod
+    from kernelcfg.argv import CONTEXT_OPTIONS, take_options
+    from kernelcfg.errors import KernelcfgError
+    from kernelcfg.reports import Entry
+
+    context: list[str] = []
+    try:
+        files = take_options(
+            list(args or []), CONTEXT_OPTIONS, lambda name, value: context.extend([name, value])
+        )
+    except KernelcfgError as exc:
+        raise _refuse(exc.message, 2) from None
+    odd = [f for f in files if f.startswith("-")]
+    if odd:
+        raise _refuse(f"scan: {odd[0]!r} is not a file nor a target option", 2)
+    entries: list[Entry] = []
+    worst = 0
+    for path in files:
+        try:
+            found = list(scan_mod.lines_in(path))
+        except KernelcfgError as exc:
+            entries.append(
+                Entry(
+                    path,
+                    2,
+                    [
+                        {
+                            "severity": "error",
+                            "code": exc.code,
+                            "field": None,
+                            "message": exc.message,
+                        }
+                    ],
+                )
+            )
+            worst = 2
+            continue
+        for line in found:
+            result = pipeline.resolve_args([*context, "--", *line.argv])
+            code = _exit_code(result, fail_on)
+            worst = max(worst, code)
+            data = render.as_data(result, strict=fail_on is FailOn.warning)
+            entries.append(
+                Entry(
+                    f"{path}:{line.line}",
+                    code,
+                    data["problems"],
+                    " ".join(line.argv),
+                    file=path,
+                    line=line.line,
+                )
+            )
+    if fmt is ReportFormat.json:
+        rows = [
+            {"where": e.name, "exit_code": e.exit_code, "problems": e.problems, "command": e.detail}
+            for e in entries
+        ]
+        sys.stdout.write(json.dumps({"format_version": "1", "lines": rows}, indent=2) + "\n")
+    elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+        _write_report(fmt, entries)
+    else:
+        for e in entries:
+            shown = [p for p in e.problems if p["severity"] != "info"]
+            status = "ok" if e.exit_code == 0 else f"exit {e.exit_code}"
+            sys.stdout.write(f"{e.name}: {status}\n")
+            for p in shown:
+                sys.stdout.write(f"  {p['severity']}: {p['message']}\n")
+        if not entries:
+            sys.stdout.write("no vllm serve lines found\n")
+    raise typer.Exit(worst)
 
 
 @app.command("lint-env")

@@ -21,10 +21,12 @@ from kernelcfg.resolution import Resolution, resolve
 
 __all__ = [
     "INPUT_ERRORS",
+    "LINE_CONTEXT",
     "Failure",
     "Line",
     "Request",
     "batch",
+    "context_args",
     "engine_env",
     "prepare",
     "resolve_args",
@@ -173,21 +175,63 @@ def _known_context(
     return release, (None if target.source == "fallback" else target)
 
 
-_LINE_KEYS = frozenset({"id", "argv"})
+LINE_CONTEXT = {
+    "device": "--device",
+    "platform": "--platform",
+    "capability": "--capability",
+    "gfx_arch": "--gfx-arch",
+    "vllm_version": "--vllm-version",
+    "quant_scheme": "--quant-scheme",
+    "env": "--env",
+}
+"""The keys a batch line (or a ``--matrix`` axis) may set, and the option each stands for."""
+_LINE_KEYS = frozenset({"id", "argv", *LINE_CONTEXT})
 
 
 def _line_args(raw: str, number: int) -> tuple[Any, list[str]]:
-    """The id and argv of one batch line (an array, or an object with ``argv``)."""
+    """The id and argv of one batch line: an array, or ``{"id", "argv", ...context}``
+    (the context keys become options in front of ``argv``; any other key is refused)."""
     value = loads_json(raw, f"line {number}")
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
         return None, value
-    if isinstance(value, dict) and isinstance(value.get("argv"), list):
-        argv = value["argv"]
-        if all(isinstance(a, str) for a in argv):
-            return value.get("id"), argv
-    raise ArgumentError(
-        f'line {number}: a line must be a JSON array of strings or {{"id": ..., "argv": [...]}}'
-    )
+    if not (isinstance(value, dict) and isinstance(value.get("argv"), list)):
+        raise ArgumentError(
+            f'line {number}: a line must be a JSON array of strings or {{"id": ..., "argv": '
+            f"[...]}} (optional keys: {', '.join(LINE_CONTEXT)})"
+        )
+    unknown = sorted(set(value) - _LINE_KEYS)
+    if unknown:
+        from kernelcfg.errors import closest
+
+        hint = closest(unknown[0], sorted(_LINE_KEYS))
+        raise ArgumentError(
+            f"line {number}: unknown key {one_line(unknown[0])!r}; a line holds "
+            f"{', '.join(sorted(_LINE_KEYS))}" + (f" (did you mean {hint!r}?)" if hint else "")
+        )
+    argv = value["argv"]
+    if not all(isinstance(a, str) for a in argv):
+        raise ArgumentError(f"line {number}: argv must hold strings only")
+    return value.get("id"), [*context_args(value, f"line {number}"), *argv]
+
+
+def context_args(given: Mapping[str, Any], where: str) -> list[str]:
+    """``{"device": "b200", "env": {"K": "V"}}`` as ``--device b200 --env K=V``."""
+    out: list[str] = []
+    for key, option in LINE_CONTEXT.items():
+        if key not in given:
+            continue
+        value = given[key]
+        if key == "env" and isinstance(value, dict):
+            pairs = [f"{k}={v}" for k, v in value.items()]
+        elif key == "env" and isinstance(value, list):
+            pairs = list(value)
+        else:
+            pairs = [value]
+        for pair in pairs:
+            if not isinstance(pair, str):
+                raise ArgumentError(f"{where}: {key} must be a string, got {one_line(repr(pair))}")
+            out += [option, pair]
+    return out
 
 
 @dataclass(frozen=True)
@@ -200,41 +244,54 @@ class Line:
     """Its line number in the file (1-based)."""
     result: Resolution | Failure
     """What it resolved to."""
+    cell: dict[str, str] = field(default_factory=dict)
+    """The ``--matrix`` cell it was resolved for (empty without a matrix)."""
 
 
 def batch(
     lines: Iterable[str | KernelcfgError],
     common: Sequence[str] = (),
     request: Request | None = None,
+    matrix: Sequence[Mapping[str, str]] = (),
 ) -> Iterator[Line]:
-    """Resolve each JSON line; yield one :class:`Line` per non-blank line, in order.
+    """Resolve each JSON line; yield one :class:`Line` per non-blank line (one per
+    ``matrix`` cell when given), in order.
 
-    ``common`` flags go in front of every line's own, so a line's flags win. A line that
-    cannot be read (an error in place of its text) or resolved gets its own
-    :class:`Failure`; every other line is unaffected. A bug shows as a ``Failure`` of
-    code ``internal-error`` (exit 70) carrying the traceback.
+    ``common`` flags go in front of every line's own, so a line's flags win; a matrix
+    cell's context goes in front of both. A line that cannot be read (an error in
+    place of its text) or resolved gets its own :class:`Failure`; every other line is
+    unaffected. A bug shows as a ``Failure`` of code ``internal-error`` (exit 70)
+    carrying the traceback.
     """
     request = request or Request()
     prefix = list(common)
+    cells: list[Mapping[str, str]] = list(matrix) or [{}]
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, KernelcfgError):
             yield Line(number, number, Failure(Problem.from_error(raw)))
             continue
         if not raw.strip():
             continue
-        line_id: Any = number
-        try:
-            given_id, args = _line_args(raw, number)
-            if given_id is not None:
-                line_id = given_id
-            result = resolve_args(prefix + args, request)
-        except KernelcfgError as exc:
-            result = Failure(Problem.from_error(exc))
-        except INPUT_ERRORS as exc:
-            result = Failure(_unusable(exc))
-        except Exception as exc:  # a bug: this line reports it, the others go on
-            result = Failure(
-                Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),
-                traceback="".join(traceback_mod.format_exception(exc)),
-            )
-        yield Line(line_id, number, result)
+        for cell in cells:
+            yield _one(raw, number, [*context_args(cell, "--matrix"), *prefix], request, cell)
+
+
+def _one(
+    raw: str, number: int, prefix: list[str], request: Request, cell: Mapping[str, str]
+) -> Line:
+    line_id: Any = number
+    try:
+        given_id, args = _line_args(raw, number)
+        if given_id is not None:
+            line_id = given_id
+        result = resolve_args(prefix + args, request)
+    except KernelcfgError as exc:
+        result = Failure(Problem.from_error(exc))
+    except INPUT_ERRORS as exc:
+        result = Failure(_unusable(exc))
+    except Exception as exc:  # a bug: this line reports it, the others go on
+        result = Failure(
+            Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),
+            traceback="".join(traceback_mod.format_exception(exc)),
+        )
+    return Line(line_id, number, result, dict(cell))

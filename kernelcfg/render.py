@@ -395,7 +395,7 @@ def summary_row(
     )
     return {
         "id": str(line_id),
-        "target": platform.get("device") or "?",
+        "target": f"{platform.get('device') or '?'}, vLLM {data['vllm_version'] or '?'}",
         "exit_code": code,
         "hash": (data["hash"] or "")[:12],
         "problem": f"{first['severity']}: {first['message']}" if first else "",

@@ -35,6 +35,10 @@ class Entry:
     """Its problems, as in the JSON output (severity, code, field, message)."""
     detail: str = ""
     """What was checked, for people (the flags, the value)."""
+    file: str | None = None
+    """The file it was found in (``scan``), for annotations on that line."""
+    line: int | None = None
+    """Its line in that file."""
 
 
 def _escape_data(text: str) -> str:
@@ -53,7 +57,12 @@ def github(entries: Sequence[Entry], tool: str = "kernelcfg") -> str:
         for problem in entry.problems:
             title = _escape_property(f"{tool} {entry.name}: {problem['code']}")
             message = _escape_data(problem["message"])
-            lines.append(f"::{kinds[problem['severity']]} title={title}::{message}")
+            where = ""
+            if entry.file is not None:
+                where = f"file={_escape_property(entry.file)},"
+                if entry.line is not None:
+                    where += f"line={entry.line},"
+            lines.append(f"::{kinds[problem['severity']]} {where}title={title}::{message}")
     return "".join(line + "\n" for line in lines)
 
 

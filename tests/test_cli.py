@@ -440,3 +440,102 @@ def test_unreadable_batch_file_is_one_error_line(tmp_path: Path) -> None:
     assert result.stderr == (
         f"error: --batch: cannot read {str(missing)!r}: No such file or directory\n"
     )
+
+
+def test_batch_line_context_keys_and_unknown_keys(tmp_path: Path) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_text(
+        '{"id": "a", "device": "b200", "vllm_version": "0.33", "env": {"VLLM_X": "1"}, '
+        '"argv": ["--moe-backend", "triton"]}\n'
+        '{"id": "b", "devcie": "b200", "argv": []}\n'
+    )
+    result = run("resolve", "--batch", str(path), "--format", "json")
+    a, b = (json.loads(line) for line in result.stdout.splitlines())
+    assert a["platform"]["device"] == "NVIDIA B200"
+    assert a["vllm_version"] == "0.33.0"
+    assert b["exit_code"] == 2
+    assert "did you mean 'device'" in b["problems"][0]["message"]
+    assert result.exit_code == 2
+    assert "2 results: 1 exit 0, 1 exit 2" in result.stderr
+
+
+def test_batch_matrix_expands_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_text('{"id": "a", "argv": ["--moe-backend", "triton"]}\n')
+    result = run(
+        "resolve",
+        "--batch",
+        str(path),
+        "--format",
+        "json",
+        "--matrix",
+        "device=h100,mi300x",
+        "--matrix",
+        "vllm_version=0.33,0.34",
+    )
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(x["matrix"]["device"], x["vllm_version"]) for x in lines] == [
+        ("h100", "0.33.0"),
+        ("h100", "0.34.0"),
+        ("mi300x", "0.33.0"),
+        ("mi300x", "0.34.0"),
+    ]
+    bad = run("resolve", "--batch", str(path), "--matrix", "devcie=h100")
+    assert bad.exit_code == 2
+    assert "did you mean 'device'" in bad.stderr
+    assert run("resolve", "--matrix", "device=h100").exit_code == 2
+
+
+def test_repeated_env_and_architecture_never_warn() -> None:
+    result = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--env",
+        "VLLM_A=1",
+        "--env",
+        "VLLM_B=1",
+        "--architecture",
+        "A",
+        "--architecture",
+        "B",
+        "--strict",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "duplicate" not in result.stderr
+
+
+def test_env_format_carries_the_exit_code_for_set_e_shells(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "deploy.sh"
+    script.write_text(
+        "set -e\n"
+        f'out="$({sys.executable} -m kernelcfg resolve --device h100 --moe-backend aiter '
+        '--format env)" || true\n'
+        'eval "$out"\n'
+        'if [ "$KERNELCFG_EXIT" != 0 ]; then echo "refused: $KERNELCFG_EXIT"; exit 3; fi\n'
+        "echo deployed\n"
+    )
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    assert done.returncode == 3
+    assert "refused: 1" in done.stdout
+    assert "deployed" not in done.stdout
+
+
+def test_github_format_writes_each_problem_once() -> None:
+    result = run("resolve", "--device", "h100", "--moe-backend", "aiter", "--format", "github")
+    assert result.stdout.count("backend-cannot-run") == 1
+    assert "aiter" not in result.stderr
+
+
+def test_fail_on_policy() -> None:
+    args = ("resolve", "--device", "h100", "--moe-backend", "aiter", "--format", "json")
+    assert run(*args).exit_code == 1
+    assert run(*args, "--fail-on", "never").exit_code == 0
+    quiet_line = ("resolve", "--device", "b200", "--moe-backend", "flashinfer_trtllm")
+    assert run(*quiet_line, "--strict", "--format", "json").exit_code == 0
+    assert run(*quiet_line, "--fail-on", "warning", "--format", "json").exit_code == 0
