@@ -618,9 +618,13 @@ def versions(
     from rich.console import Console
     from rich.table import Table
 
+    from kernelcfg.render import fold
+
     console = Console()
     if isinstance(data, list):
-        table = Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all")
+        table = fold(
+            Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all")
+        )
         for row in data:
             c = row["choices"]
             table.add_row(
@@ -634,7 +638,7 @@ def versions(
             )
         console.print(table)
         return
-    table = Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}")
+    table = fold(Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}"))
     if data["hash_scheme"]:
         change = data["hash_scheme"]
         table.add_row("hash", f"{change['old']} -> {change['new']}: {change['means']}")
@@ -737,13 +741,15 @@ def diff(
     from rich.table import Table
     from rich.text import Text
 
+    from kernelcfg.render import fold
+
     console = Console()
     for side in ("a", "b"):
         label = one_line(f"{data[side]['label']}, vLLM {data[side]['vllm_version']}")
         console.print(Text(f"{side.upper()} {data[side]['hash']}  ({label})"))
     console.print(Text(one_line(data["summary"])))
     if data["hashed_differences"]:
-        table = Table("hashed field", "A", "B", title="hash factors that differ")
+        table = fold(Table("hashed field", "A", "B", title="hash factors that differ"))
         for row in data["hashed_differences"]:
             table.add_row(
                 *(
@@ -759,8 +765,8 @@ def diff(
             f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases"
         )
     if data["not_hashed_differences"]:
-        table = Table(
-            "field (not hashed)", "A", "B", title="differ, but cannot explain a cache miss"
+        table = fold(
+            Table("field (not hashed)", "A", "B", title="differ, but cannot explain a cache miss")
         )
         for row in data["not_hashed_differences"]:
             table.add_row(
@@ -931,7 +937,9 @@ def lint_env(
         from rich.console import Console
         from rich.table import Table
 
-        table = Table("variable", "value", "finding", title=f"vLLM {release.version}")
+        from kernelcfg.render import fold
+
+        table = fold(Table("variable", "value", "finding", title=f"vLLM {release.version}"))
         for f in findings[:_TABLE_ROWS]:
             style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
             table.add_row(_cell(f.variable), _cell(f.value), _cell(f.message), style=style)
@@ -1010,6 +1018,8 @@ def backends(
     from rich.console import Console
     from rich.table import Table
 
+    from kernelcfg.render import fold
+
     marks = {
         "runs": "runs",
         "cannot-run": "cannot run",
@@ -1029,10 +1039,14 @@ def backends(
         title += f", {scheme}"
     elif ctx.possible:
         title += f", --quantization {inputs.quantization} ({' or '.join(ctx.possible)})"
-    table = Table("field", "value", "verdict", "reason", title=title)
-    for v in verdicts:
-        table.add_row(v.field, v.value, marks[v.status], v.reason, style=styles[v.status])
-    Console().print(table)
+    console = Console()
+    console.print(title, style="bold")
+    for field_name in dict.fromkeys(v.field for v in verdicts):
+        table = fold(Table("value", "verdict", "reason", title=f"--{field_name.replace('_', '-')}"))
+        for v in verdicts:
+            if v.field == field_name:
+                table.add_row(v.value, marks[v.status], v.reason, style=styles[v.status])
+        console.print(table)
 
 
 @app.command()

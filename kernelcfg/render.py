@@ -303,6 +303,14 @@ def as_args(result: Resolution) -> list[str]:
     return out
 
 
+def fold(table: Any) -> Any:
+    """``table`` with every column wrapping long values instead of cutting them, so
+    that an 80-column terminal (a CI log) still shows every value whole."""
+    for column in table.columns:
+        column.overflow = "fold"
+    return table
+
+
 def _model_line(model: dict[str, Any]) -> str:
     """The model as one line of the table."""
     said = [f"model {model['id']}" if model["id"] else "model"]
@@ -343,10 +351,11 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         parts.append(Text(_model_line(model)))
     if isinstance(result, Resolution) and result.kernel_config is not None:
         fields = Table(title="kernel config", title_justify="left", expand=False)
-        fields.add_column("field", no_wrap=True)
+        fields.add_column("field")
         fields.add_column("value")
         fields.add_column("from", style="dim")
         fields.add_column("hashed", justify="center")
+        fold(fields)
         sources = all_sources(result)
         ignored = hashing.ignored_factors(result.release, result.kernel_config)
         ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
@@ -360,9 +369,10 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
             fields.add_row(name, json.dumps(value), sources[name], hashed)
         parts.append(fields)
         other = Table(title="engine", title_justify="left")
-        other.add_column("setting", no_wrap=True)
+        other.add_column("setting")
         other.add_column("value")
         other.add_column("from", style="dim")
+        fold(other)
         for key, value in result.compilation.items():
             other.add_row(f"compilation.{key}", str(value), sources[f"compilation.{key}"])
         for key, value in result.parallel.items():
@@ -372,6 +382,7 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
             dispatch = Table(title="IR dispatch on this target", title_justify="left")
             dispatch.add_column("op")
             dispatch.add_column("providers tried, in order")
+            fold(dispatch)
             for op, chain in result.ir_dispatch.items():
                 dispatch.add_row(op, " → ".join(chain))
             parts.append(dispatch)
@@ -410,7 +421,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table("id", "target", "exit", "hash", "first problem", title="kernelcfg --batch")
+    table = fold(Table("id", "target", "exit", "hash", "first problem", title="kernelcfg --batch"))
     for row in rows:
         table.add_row(
             Text(row["id"]),

@@ -7,6 +7,7 @@ that the README still says what the commands print.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -17,7 +18,10 @@ DOCS = [ROOT / "README.md", ROOT / "docs" / "ci.md", ROOT / "docs" / "index.md"]
 
 def _run(command: str) -> tuple[list[str], int]:
     silenced = command.endswith("> /dev/null")
-    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
+    env = {**os.environ, "COLUMNS": "80"}  # examples are printed at 80 columns
+    proc = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, check=False, env=env
+    )
     text = proc.stderr if silenced else proc.stdout
     return [line.rstrip() for line in text.splitlines()], proc.returncode
 

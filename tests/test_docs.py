@@ -53,7 +53,7 @@ def test_readme_example(command: str, expected: list[str], code: int | None) -> 
     command, _, grep = command.partition(" | grep -E ")
     silenced = command.endswith("> /dev/null")
     words = shlex.split(command.removesuffix("> /dev/null"))
-    env = {}
+    env = {"COLUMNS": "80"}  # every example is printed at 80 columns, as in a CI log
     while "=" in words[0]:
         key, _, value = words.pop(0).partition("=")
         env[key] = value
