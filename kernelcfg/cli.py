@@ -85,6 +85,17 @@ def _cell(text: str, limit: int = 300) -> Any:
     return Text(one_line(text))
 
 
+def _write_json(data: dict[str, Any]) -> None:
+    """A command's JSON output: one envelope for every command, ``format_version`` first
+    (the same version as ``resolve``'s; the shapes are in ``kernelcfg schema --of``)."""
+    import json
+
+    from kernelcfg.render import FORMAT_VERSION
+
+    envelope = {"format_version": FORMAT_VERSION, **data}
+    sys.stdout.write(json.dumps(envelope, indent=2, allow_nan=False) + "\n")
+
+
 def _refuse(message: str, code: int) -> typer.Exit:
     """Write ``error: MESSAGE`` to stderr; return the exit to raise."""
     sys.stderr.write(f"error: {message}\n")
@@ -601,7 +612,6 @@ def versions(
 
     Examples: `kernelcfg versions`, `kernelcfg versions 0.33 0.34 --format json`.
     """
-    import json
 
     from kernelcfg import versions as versions_mod
     from kernelcfg.errors import KernelcfgError
@@ -613,7 +623,7 @@ def versions(
     except KernelcfgError as exc:
         raise _refuse(exc.message, exc.exit_code) from None
     if fmt is ListFormat.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        _write_json(data if isinstance(data, dict) else {"releases": data})
         return
     from rich.console import Console
     from rich.table import Table
@@ -735,7 +745,7 @@ def diff(
         raise _refuse(exc.message, 2) from None
     code = 0 if data["same_hash"] else 1
     if fmt is ListFormat.json:
-        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        _write_json(data)
         raise typer.Exit(code)
     from rich.console import Console
     from rich.table import Table
@@ -810,7 +820,6 @@ def scan(
     reads it and resolved for the target given; problems are reported with file and
     line.
     """
-    import json
 
     from kernelcfg import pipeline, render
     from kernelcfg import scan as scan_mod
@@ -870,7 +879,7 @@ def scan(
             {"where": e.name, "exit_code": e.exit_code, "problems": e.problems, "command": e.detail}
             for e in entries
         ]
-        sys.stdout.write(json.dumps({"format_version": "1", "lines": rows}, indent=2) + "\n")
+        _write_json({"lines": rows})
     elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
         _write_report(fmt, entries)
     else:
@@ -906,7 +915,6 @@ def lint_env(
     and what the variables that steer kernel resolution change. Exit 1 when a variable
     vLLM would ignore is set, 0 otherwise, 2 for unusable input.
     """
-    import json
     import os
 
     from kernelcfg import lint_env as lint_mod
@@ -922,7 +930,7 @@ def lint_env(
     code = 1 if any(f.severity in ("error", "warning") for f in findings) else 0
     if fmt is ReportFormat.json:
         data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        _write_json(data)
     elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
         from kernelcfg.reports import Entry
 
@@ -980,7 +988,6 @@ def backends(
     target given. Without a quantisation scheme, only what fails for every scheme is
     "cannot run".
     """
-    import json
 
     from kernelcfg import constraints, pipeline
     from kernelcfg.errors import KernelcfgError
@@ -1013,7 +1020,7 @@ def backends(
             "quant_scheme": scheme,
             "backends": [v.as_dict() for v in verdicts],
         }
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        _write_json(data)
         return
     from rich.console import Console
     from rich.table import Table
@@ -1073,7 +1080,7 @@ def explain(
     except KernelcfgError as exc:
         raise _refuse(exc.message, exc.exit_code) from None
     if fmt is ListFormat.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        _write_json(data)
         return
     lines = [f"FIELD: {data['field']}  ({data['releases']}; flag {data['flag']})", ""]
     lines.append(f"  {data['doc']}")
@@ -1106,6 +1113,15 @@ class SchemaOf(StrEnum):
 
     kernel_config = "kernel-config"
     config_file = "config-file"
+    resolve = "resolve"
+    batch_line = "batch-line"
+    versions = "versions"
+    versions_compare = "versions-compare"
+    backends = "backends"
+    diff = "diff"
+    explain = "explain"
+    lint_env = "lint-env"
+    scan = "scan"
 
 
 @app.command()
@@ -1122,9 +1138,17 @@ def schema(
 
     `--of kernel-config` (default): what `--kernel-config` takes. `--of config-file`: the
     kernel-relevant keys of a `vllm serve --config` YAML file. Both are stricter than
-    vLLM: canonical names and true/false only.
+    vLLM: canonical names and true/false only. `--of resolve`, `batch-line`, `versions`,
+    `versions-compare`, `backends`, `diff`, `explain`, `lint-env`, `scan`: the shape of
+    that command's `--format json` output.
     """
     import json
+
+    if of not in (SchemaOf.kernel_config, SchemaOf.config_file):
+        from kernelcfg.output_schemas import output_schema
+
+        sys.stdout.write(json.dumps(output_schema(of.value), indent=2) + "\n")
+        return
 
     from kernelcfg import releases
     from kernelcfg import schema as schema_mod
@@ -1162,15 +1186,38 @@ def main() -> None:
 
     _guard_streams()
     try:
-        app(standalone_mode=True)
+        code = app(standalone_mode=False)
     except SystemExit:
         raise
+    except typer.Abort:
+        raise SystemExit(130) from None
     except BrokenPipeError:
         _silence_stdout()
         raise SystemExit(0) from None
-    except Exception:  # a bug, never bad input: show it, and exit apart from 0/1/2
-        traceback.print_exc()
+    except Exception as exc:
+        if _usage_error(exc):
+            # The CLI framework's own refusals (click's UsageError), one line like the rest.
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "kernelcfg"
+            message = bounded_line(exc.format_message())  # type: ignore[attr-defined]
+            sys.stderr.write(f"error: {message} (see {where} --help)\n")
+            raise SystemExit(2) from None
+        traceback.print_exc()  # a bug, never bad input: show it, and exit apart from 0/1/2
         sys.stderr.write(
             "kernelcfg hit a bug (exit 70); please report it with the command line above\n"
         )
         raise SystemExit(EXIT_BUG) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Exception) -> bool:
+    """Whether ``exc`` is the CLI framework's usage error (click's ``UsageError``, which
+    Typer vendors and does not export)."""
+    return getattr(exc, "exit_code", None) == 2 and callable(getattr(exc, "format_message", None))
+
+
+def bounded_line(text: str) -> str:
+    """A framework message on one line."""
+    from kernelcfg.bounded import one_line
+
+    return one_line(" ".join(text.split()))

@@ -24,17 +24,20 @@ _LONGEST_GUESS = 100
 """Longer values get no suggestion: difflib's cost grows with the square of the length."""
 
 
-def closest(value: str, allowed: Iterable[str]) -> str | None:
-    """The allowed value nearest to ``value``, when one is near enough to suggest."""
+def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The allowed value nearest to ``value``, when one is near enough (``cutoff``:
+    difflib's similarity ratio) to suggest."""
     choices = list(allowed)
     if len(value) > _LONGEST_GUESS:
         return None
     lowered = {c.lower(): c for c in choices}
     if value.lower() in lowered:
         return lowered[value.lower()]
-    found = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+    found = difflib.get_close_matches(value, choices, n=1, cutoff=cutoff)
     if not found:
-        found = difflib.get_close_matches(value.lower().replace("-", "_"), choices, n=1, cutoff=0.6)
+        found = difflib.get_close_matches(
+            value.lower().replace("-", "_"), choices, n=1, cutoff=cutoff
+        )
     return found[0] if found else None
 
 

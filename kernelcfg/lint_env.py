@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcfg import releases
-from kernelcfg.bounded import read_text
+from kernelcfg.bounded import read_text, shown
 from kernelcfg.errors import ArgumentError, closest
 from kernelcfg.platforms import env_flag
 from kernelcfg.rules import environment_problems
@@ -64,17 +64,26 @@ def _history() -> dict[str, Any]:
 
 
 def read_env_file(path: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines as ``docker --env-file`` reads them (``#`` comments, blanks)."""
+    """``KEY=VALUE`` lines as shells and ``.env`` tools read them (python-dotenv's
+    parser: ``export``, quotes, comments; ``${VAR}`` left as written)."""
+    import io
+
+    from dotenv.parser import parse_stream
+
     text = read_text(path, "--env-file")
     out: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    for binding in parse_stream(io.StringIO(text)):
+        where = f"--env-file {path}:{binding.original.line}"
+        if binding.error:
+            raise ArgumentError(
+                f"{where}: expected KEY=VALUE, got {shown(binding.original.string.strip())}",
+                field="env_file",
+            )
+        if binding.key is None:  # a blank line or a comment
             continue
-        key, sep, value = stripped.partition("=")
-        if not sep or not key.strip():
-            raise ArgumentError(f"--env-file {path}:{number}: expected KEY=VALUE, got {line!r}")
-        out[key.strip()] = value
+        if binding.value is None:
+            raise ArgumentError(f"{where}: {binding.key!r} has no value; expected KEY=VALUE")
+        out[binding.key] = binding.value
     return out
 
 
@@ -132,7 +141,8 @@ _SUGGESTIONS = 200
 
 
 def _unknown(name: str, value: str, release: releases.Release, *, suggest: bool) -> Finding:
-    hint = closest(name, release.envs) if suggest else None
+    # Every name shares "VLLM_", which inflates similarity: suggest only close ones.
+    hint = closest(name, release.envs, cutoff=0.8) if suggest else None
     elsewhere = _known_elsewhere().get(name, ())
     message = f"{name} is not a variable vLLM {release.version} knows; it is ignored"
     if elsewhere:

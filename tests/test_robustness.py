@@ -404,3 +404,25 @@ def test_many_unknown_variables_lint_quickly(tmp_path: Path) -> None:
     started = time.perf_counter()
     kc("lint-env", "--env-file", str(path), "--format", "json", timeout=60)
     assert time.perf_counter() - started < 20
+
+
+def test_framework_errors_are_one_line() -> None:
+    done = kc("resolve", "--format", "xml")
+    assert done.returncode == 2
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: Invalid value for '--format'")
+
+
+def test_a_bug_exits_70_with_its_traceback() -> None:
+    code = (
+        "import sys, kernelcfg.pipeline as p, kernelcfg.cli as c\n"
+        "def boom(*a, **k): raise ZeroDivisionError('planted')\n"
+        "p.resolve_args = boom\n"
+        "sys.argv = ['kernelcfg', 'resolve', '--device', 'h100']\n"
+        "c.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
+    assert done.returncode == 70
+    assert b"Traceback" in done.stderr
+    assert b"ZeroDivisionError: planted" in done.stderr

@@ -13,7 +13,8 @@ from .cli_helpers import run
 def test_versions_lists_every_release() -> None:
     result = run("versions", "--format", "json")
     assert result.exit_code == 0
-    assert [row["version"] for row in result.json()] == list(releases.known_versions())
+    assert [row["version"] for row in result.json()["releases"]] == list(releases.known_versions())
+    assert result.json()["format_version"] == "1"
 
 
 def test_versions_diff_names_what_changed() -> None:

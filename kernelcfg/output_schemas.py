@@ -1,0 +1,176 @@
+"""JSON Schemas (draft 2020-12) of every command's JSON output.
+
+One envelope for all: an object whose first key is ``format_version`` ("1"). These
+describe the shapes a script may rely on; ``kernelcfg schema --of NAME`` prints one,
+and the tests validate real outputs against each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["OUTPUTS", "output_schema"]
+
+_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+_STR = {"type": "string"}
+_STR_OR_NULL = {"type": ["string", "null"]}
+_PROBLEM: dict[str, Any] = {
+    "type": "object",
+    "required": ["severity", "code", "field", "message"],
+    "properties": {
+        "severity": {"enum": ["error", "warning", "info"]},
+        "code": _STR,
+        "field": _STR_OR_NULL,
+        "message": _STR,
+    },
+}
+_PROBLEMS = {"type": "array", "items": _PROBLEM}
+_PLATFORM = {
+    "type": ["object", "null"],
+    "required": ["kind", "device", "capability", "gfx_arch", "source"],
+    "properties": {
+        "kind": {"enum": ["cuda", "rocm", "xpu", "cpu", "tpu"]},
+        "device": _STR,
+        "capability": _STR_OR_NULL,
+        "gfx_arch": _STR_OR_NULL,
+        "source": {"enum": ["flag", "preset", "environment", "detected", "fallback"]},
+    },
+}
+_HASH = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}
+_RESOLVE: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "format_version",
+        "vllm_version",
+        "valid",
+        "platform",
+        "kernel_config",
+        "parallel_config",
+        "compilation",
+        "ir_dispatch",
+        "hash",
+        "hash_scheme",
+        "hash_factors",
+        "problems",
+        "vllm_version_source",
+        "model",
+    ],
+    "properties": {
+        "format_version": {"const": "1"},
+        "vllm_version": _STR_OR_NULL,
+        "valid": {"type": "boolean"},
+        "platform": _PLATFORM,
+        "kernel_config": {"type": ["object", "null"]},
+        "parallel_config": {"type": ["object", "null"]},
+        "compilation": {"type": ["object", "null"]},
+        "ir_dispatch": {"type": ["object", "null"]},
+        "hash": _HASH,
+        "hash_scheme": {"enum": ["compute_hash", "hash_config", None]},
+        "hash_factors": {"type": ["object", "null"]},
+        "problems": _PROBLEMS,
+        "vllm_version_source": {"enum": ["flag", "environment", "installed", "newest", None]},
+        "model": {
+            "type": ["object", "null"],
+            "required": ["id", "architectures", "quantization", "quant_scheme", "source"],
+        },
+        "sources": {"type": "object"},
+        "other_options": {"type": "object"},
+    },
+}
+_BATCH_LINE: dict[str, Any] = {
+    **_RESOLVE,
+    "required": [*_RESOLVE["required"], "id", "exit_code"],
+    "properties": {
+        **_RESOLVE["properties"],
+        "exit_code": {"enum": [0, 1, 2, 70]},
+        "matrix": {"type": "object", "additionalProperties": _STR},
+    },
+}
+
+
+def _envelope(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["format_version", *required],
+        "properties": {"format_version": {"const": "1"}, **properties},
+    }
+
+
+OUTPUTS: dict[str, dict[str, Any]] = {
+    "resolve": _RESOLVE,
+    "batch-line": _BATCH_LINE,
+    "versions": _envelope(
+        ["releases"],
+        {
+            "releases": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["version", "fields", "ir_ops", "choices", "hash_scheme"],
+                },
+            }
+        },
+    ),
+    "versions-compare": _envelope(
+        ["old", "new", "hash_scheme", "fields", "choices", "environment"],
+        {"old": _STR, "new": _STR, "hash_scheme": {"type": ["object", "null"]}},
+    ),
+    "backends": _envelope(
+        ["vllm_version", "platform", "backends"],
+        {
+            "platform": _PLATFORM,
+            "backends": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["field", "value", "verdict", "reason", "quantisation_only"],
+                    "properties": {
+                        "verdict": {
+                            "enum": ["runs", "cannot-run", "falls-back", "depends", "no-effect"]
+                        }
+                    },
+                },
+            },
+        },
+    ),
+    "diff": _envelope(
+        ["same_hash", "summary", "a", "b", "hashed_differences", "not_hashed_differences"],
+        {"same_hash": {"type": "boolean"}, "summary": _STR},
+    ),
+    "explain": _envelope(["field", "doc", "default", "hashed"], {"field": _STR}),
+    "lint-env": _envelope(
+        ["vllm_version", "findings"],
+        {
+            "findings": {
+                "type": "array",
+                "items": {
+                    **_PROBLEM,
+                    "required": [*_PROBLEM["required"], "value", "use_instead"],
+                },
+            }
+        },
+    ),
+    "scan": _envelope(
+        ["lines"],
+        {
+            "lines": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["where", "exit_code", "problems", "command"],
+                    "properties": {"problems": _PROBLEMS},
+                },
+            }
+        },
+    ),
+}
+"""Each command's JSON output, by name (``versions-compare`` is ``versions OLD NEW``)."""
+
+
+def output_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of one command's JSON output."""
+    return {
+        "$schema": _DRAFT,
+        "title": f"kernelcfg {name} --format json",
+        **OUTPUTS[name],
+    }
