@@ -209,7 +209,12 @@ The target and context, among the flags:
                          VLLM_* and TORCH_COMPILE_DISABLE count too
 
 Without a target, kernelcfg uses KERNELCFG_DEVICE / KERNELCFG_PLATFORM, then this
-machine's GPU (through torch), then cpu; the output says which.
+machine's GPU (NVML, the ROCm KFD topology, then torch), then cpu, and says so.
+
+After `--` (a pasted `vllm serve` line), kernelcfg's own options (--format,
+--fail-on, --strict, --quiet, --explain-sources and the target options above) still
+work, unless that release's `vllm serve` has an option of the very same name: then
+it is vLLM's.
 """
 
 
@@ -794,7 +799,7 @@ def diff(
     epilog=(
         "Examples:\n\n"
         "  kernelcfg scan deploy/*.yaml scripts/serve.sh --device h100\n\n"
-        "  kernelcfg scan k8s/ --format github   (files only; name them, or let pre-commit)\n\n"
+        "  kernelcfg scan k8s/vllm.yaml --device b200 --format github\n\n"
         "Exit codes: the worst line's (0, 1, 2); 0 when no vllm serve line is found."
     ),
 )

@@ -9,16 +9,42 @@ from kernelcfg.errors import ArgumentError, closest
 
 __all__ = ["explain"]
 
-_EXAMPLES = {
-    "moe_backend": "kernelcfg resolve --device b200 --moe-backend {value} --quant-scheme nvfp4",
-    "linear_backend": (
-        "kernelcfg resolve --device h100 --linear-backend {value} --quant-scheme fp8_block"
-    ),
-    "sparse_indexer_topk_backend": (
-        "kernelcfg resolve --device b200 --sparse-indexer-topk-backend {value} "
-        "--architecture DeepseekV32ForCausalLM"
-    ),
+_FLAGS = {
+    "moe_backend": "--moe-backend",
+    "linear_backend": "--linear-backend",
+    "sparse_indexer_topk_backend": "--sparse-indexer-topk-backend",
 }
+_EXAMPLE_DEVICES = ("h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "a100", "cpu")
+_DEFAULT_VALUE = {
+    "moe_backend": "flashinfer_trtllm",
+    "linear_backend": "cutlass",
+    "sparse_indexer_topk_backend": "flashinfer",
+}
+
+
+def _example(name: str, value: str, version: str) -> str | None:
+    """A command that resolves ``name=value`` where it runs (a preset and a scheme
+    where the catalogue says it runs), so the example itself exits 0."""
+    from kernelcfg.platforms import PRESETS
+
+    rule = constraints.describe(name, value)
+    schemes = [None, *rule.get("schemes", [])]
+    ep = rule.get("expert_parallel") == "required"
+    fallback = None
+    for device in _EXAMPLE_DEVICES:
+        for scheme in schemes:
+            ctx = constraints.Context(PRESETS[device], version, scheme, None, {}, None, ep, None)
+            status = constraints.check(name, value, ctx).status
+            if status not in ("runs", "depends"):
+                continue
+            command = f"kernelcfg resolve --device {device} {_FLAGS[name]} {value}"
+            command += (f" --quant-scheme {scheme}" if scheme else "") + (
+                " --enable-expert-parallel" if ep else ""
+            )
+            if status == "runs":
+                return command
+            fallback = fallback or command
+    return fallback
 
 
 def _span(versions: list[str]) -> str:
@@ -69,8 +95,10 @@ def explain(text: str) -> dict[str, Any]:
 
         out["choices"] = {c: _span(offering(c)) for c in everything}
     if not value:
-        if name in _EXAMPLES:
-            out["example"] = _EXAMPLES[name].format(value=newest.choices(name)[1])
+        if name in _FLAGS:
+            found = _example(name, _DEFAULT_VALUE[name], newest.version)
+            if found:
+                out["example"] = found
         return out
     value = value.strip()
     if facts.choices is None or value not in out["choices"]:
@@ -106,6 +134,8 @@ def explain(text: str) -> dict[str, Any]:
     }
     out["when_unmet"] = constraints.when_unmet(name)
     out["source"] = rule.get("source", "")
-    if name in _EXAMPLES:
-        out["example"] = _EXAMPLES[name].format(value=value)
+    if name in _FLAGS:
+        found = _example(name, value, releases.load(None).version)
+        if found:
+            out["example"] = found
     return out

@@ -1,0 +1,92 @@
+"""Every example the help texts and ``explain`` show is executed, and works."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelcfg import constraints, releases
+from kernelcfg.cli import app
+
+from .cli_helpers import run
+
+_COMMANDS = "|".join(
+    info.name or getattr(info.callback, "__name__", "") for info in app.registered_commands
+)
+_EXAMPLE = re.compile(rf"kernelcfg (?:{_COMMANDS})\b[^`\n]*")
+
+
+def _help_examples() -> list[str]:
+    texts: list[str] = []
+    for info in app.registered_commands:
+        texts += [info.epilog or "", info.help or "", getattr(info.callback, "__doc__", "") or ""]
+    found = []
+    for text in texts:
+        for match in _EXAMPLE.findall(text):
+            found.append(match.strip().rstrip(".,"))
+    return sorted(set(found))
+
+
+HELP_EXAMPLES = _help_examples()
+
+
+def _fixtures(folder: Path) -> None:
+    (folder / "matrix.jsonl").write_text('["--moe-backend", "triton"]\n')
+    saved = run("resolve", "--device", "h100", "--format", "json").stdout
+    (folder / "yesterday.json").write_text(saved)
+    (folder / "today.json").write_text(saved)
+    for sub, name, text in (
+        ("deploy", "a.yaml", 'command: ["vllm", "serve", "m", "-tp", "2"]\n'),
+        ("scripts", "serve.sh", "vllm serve m --moe-backend triton\n"),
+        ("k8s", "vllm.yaml", 'args: ["vllm", "serve", "m"]\n'),
+    ):
+        (folder / sub).mkdir(exist_ok=True)
+        (folder / sub / name).write_text(text)
+
+
+def test_there_are_help_examples() -> None:
+    assert len(HELP_EXAMPLES) >= 10
+
+
+@pytest.mark.parametrize("example", HELP_EXAMPLES)
+def test_help_example_runs(example: str, tmp_path: Path) -> None:
+    _fixtures(tmp_path)
+    command = example.replace("kernelcfg", f"{sys.executable} -m kernelcfg", 1)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "KERNELCFG_DETECT_TORCH": "0",
+            "HF_HUB_CACHE": "/nonexistent",
+        },
+    )
+    assert done.returncode in (0, 1), (example, done.stderr[-500:])
+    assert "Traceback" not in done.stderr
+
+
+def _explained() -> list[str]:
+    names = []
+    for field in constraints.FIELDS:
+        names.append(field)
+        names += [f"{field}={v}" for v in releases.load(None).choices(field)]
+    return names
+
+
+@pytest.mark.parametrize("what", _explained())
+def test_explain_example_runs(what: str) -> None:
+    data = run("explain", what, "--format", "json").json()
+    if "example" not in data:
+        return
+    words = data["example"].split()[1:]
+    result = run(*words, "--format", "json")
+    assert result.exit_code == 0, (data["example"], result.stderr)
+    json.loads(result.stdout)
