@@ -16,7 +16,7 @@ from kernelcfg.cli import app
 from .cli_helpers import run
 
 _COMMANDS = "|".join(
-    info.name or getattr(info.callback, "__name__", "") for info in app.registered_commands
+    str(info.name or getattr(info.callback, "__name__", "")) for info in app.registered_commands
 )
 _EXAMPLE = re.compile(rf"kernelcfg (?:{_COMMANDS})\b[^`\n]*")
 
