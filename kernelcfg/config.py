@@ -112,7 +112,8 @@ class KernelConfigBase:
         return hashing.kernel_factors(self.release, self.values())
 
     def compute_hash(self) -> str:
-        """The compile-cache hash vLLM computes for this kernel config."""
+        """The compile-cache hash vLLM computes for this kernel config: its
+        ``compute_hash()`` up to 0.33.0, ``hash_config(config)`` from 0.34.0."""
         return hashing.digest(self.hash_factors())
 
     def set_platform_defaults(self, ctx: ResolutionContext) -> None:
@@ -223,8 +224,16 @@ def _build_kernel_class(release: Release, ir_cls: type[IrOpPriorityBase]) -> typ
         namespace["_skip_none_validation"] = field_validator(*nullable, mode="wrap")(
             classmethod(_skip_none)
         )
+    if release.hash_scheme == "hash_config":  # the method exists where vLLM has it
+        namespace["compile_factors"] = _compile_factors
     cls = type("KernelConfig", (KernelConfigBase,), namespace)
     return cast(type[KernelConfigBase], pydantic_dataclass(cls, config=_FORBID))
+
+
+def _compile_factors(self: KernelConfigBase) -> dict[str, Any]:
+    """``KernelConfig.compile_factors()`` (vLLM 0.34.0 on): what ``hash_config``
+    digests, and the value under ``kernel`` in vLLM's compile-cache key."""
+    return self.hash_factors()
 
 
 @cache

@@ -168,3 +168,11 @@ def test_mori_all2all_only_in_034() -> None:
         ).exit_code
         == 2
     )
+
+
+def test_compile_factors_only_where_vllm_has_it() -> None:
+    new = for_version("0.34").KernelConfig(moe_backend="triton")
+    assert new.compile_factors() == new.hash_factors()  # type: ignore[attr-defined]
+    assert "_impls" in new.compile_factors()["ir_op_priority"]  # type: ignore[attr-defined]
+    old = for_version("0.33").KernelConfig()
+    assert not hasattr(old, "compile_factors")
