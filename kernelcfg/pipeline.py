@@ -270,7 +270,7 @@ def batch(
         if isinstance(raw, KernelcfgError):
             yield Line(number, number, Failure(Problem.from_error(raw)))
             continue
-        if not raw.strip():
+        if not raw.strip(" \t\r\n"):  # JSON whitespace only (RFC 8259)
             continue
         for cell in cells:
             yield _one(raw, number, [*context_args(cell, "--matrix"), *prefix], request, cell)
