@@ -955,7 +955,7 @@ def lint_env(
         table = fold(Table("variable", "value", "finding", title=f"vLLM {release.version}"))
         for f in findings[:_TABLE_ROWS]:
             style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
-            table.add_row(_cell(f.variable), _cell(f.value), _cell(f.message), style=style)
+            table.add_row(_cell(f.variable), _cell(f.value), _cell(f.message, 2000), style=style)
         if len(findings) > _TABLE_ROWS:
             table.caption = (
                 f"the first {_TABLE_ROWS:,} of {len(findings):,} findings; --format json has all"

@@ -109,10 +109,16 @@ def _removed(
         advice = f"use {' '.join(flags)} instead"
         if spec.get("on_note"):
             advice += f" ({spec['on_note']})"
+    elif value.strip() in spec.get("no_equivalent", ()):
+        advice = f"{spec.get('flag', 'nothing')} has no equivalent of {value!r}; drop it"
     elif value.strip().lower() in ("0", "false") and spec.get("off_note"):
         advice = spec["off_note"]
-    else:
+    elif spec.get("flag"):
         advice = f"use {spec['flag']} instead"
+    elif spec.get("variable"):
+        advice = f"use {spec['variable']} instead"
+    else:
+        advice = "nothing replaces it"
     if spec.get("note"):
         advice += f"; {spec['note']}"
     return Finding(

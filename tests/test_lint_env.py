@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,23 +14,40 @@ from kernelcfg.lint_env import _history, lint
 
 from .cli_helpers import run
 
-REMOVED = sorted(_history()["removed"].items())
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+REMOVED = sorted((n, s) for n, s in _history()["removed"].items() if n.startswith("VLLM_"))
 
 
 @pytest.mark.parametrize("version", releases.known_versions())
 @pytest.mark.parametrize(("name", "spec"), REMOVED, ids=[n for n, _ in REMOVED])
-def test_every_removed_variable_names_its_flag(
-    version: str, name: str, spec: dict[str, object]
+def test_every_removed_variable_says_what_replaced_it(
+    version: str, name: str, spec: dict[str, Any]
 ) -> None:
     release = releases.load(version)
+    if _key(version) < _key(spec["removed_in"]):
+        return  # not removed yet in that release
     assert name not in release.envs
     by_value = spec.get("by_value")
     value = next(iter(by_value)) if isinstance(by_value, dict) else "1"
     (finding,) = lint({name: value}, release)
+    if name in release.data.get("envs_removed", {}) or name in release.rules.get(
+        "env_validation", {}
+    ):
+        assert finding.severity in ("error", "warning")  # refused at start-up
+        return
     assert finding.code == "removed-variable"
     assert finding.severity == "warning"
-    assert spec["flag"] in finding.use_instead
     assert f"removed in vLLM {spec['removed_in']}" in finding.message
+    if spec.get("flag") and (by_value or spec.get("same_value") or spec.get("on")):
+        assert spec["flag"] in finding.use_instead
+    elif spec.get("variable"):
+        assert f"use {spec['variable']} instead" in finding.message
+    elif not spec.get("flag"):
+        assert "nothing replaces it" in finding.message
 
 
 def test_value_decides_the_replacement() -> None:
@@ -89,3 +108,35 @@ def test_cli_env_file_and_formats(tmp_path: Path) -> None:
     assert broken.exit_code == 2
     assert "expected KEY=VALUE" in broken.stderr
     json.loads(run("lint-env", "--env-file", str(env_file), "--format", "sarif").stdout)
+
+
+def test_env_files_read_as_shells_read_them(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.env"
+    path.write_text(
+        '# comment\nexport VLLM_ROCM_USE_AITR=1\nVLLM_ROCM_USE_AITER="1"\n'
+        "VLLM_X='${HOME}/x'  # trailing comment\n"
+    )
+    data = run("lint-env", "--env-file", str(path), "--vllm-version", "0.33", "--format", "json")
+    found = {f["field"]: f for f in data.json()["findings"]}
+    assert "reads as on" in found["VLLM_ROCM_USE_AITER"]["message"]
+    assert found["VLLM_ROCM_USE_AITR"]["code"] == "unknown-variable"
+    assert "did you mean 'VLLM_ROCM_USE_AITER'" in found["VLLM_ROCM_USE_AITR"]["message"]
+    assert found["VLLM_X"]["value"] == "${HOME}/x"
+    assert "did you mean" not in found["VLLM_X"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "needle"),
+    [
+        ("VLLM_USE_V1", "1", "nothing replaces it"),
+        ("VLLM_ATTENTION_BACKEND", "FLASH_ATTN_VLLM_V1", "--attention-backend FLASH_ATTN"),
+        ("VLLM_ATTENTION_BACKEND", "XFORMERS", "has no equivalent of 'XFORMERS'"),
+        ("VLLM_USE_TRITON_FLASH_ATTN", "0", "removed in vLLM 0.11.1"),
+        ("VLLM_SKIP_DEEP_GEMM_WARMUP", "1", "use VLLM_DEEP_GEMM_WARMUP instead"),
+    ],
+)
+def test_retired_variables_users_still_carry(name: str, value: str, needle: str) -> None:
+    (finding,) = lint({name: value}, releases.load(None))
+    assert finding.code == "removed-variable"
+    assert needle in finding.message
+    assert "VLLM_XLA_USE_SPMD" not in finding.message
