@@ -186,35 +186,40 @@ def _print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
         sys.stderr.write(f"{problem['severity']}: {problem['message']}\n")
 
 
-_RESOLVE_HELP = """Resolve vLLM kernel flags for a release and a GPU; print the config and its hash.
+_RESOLVE_HELP = """Resolve vLLM kernel flags for a release and a GPU; print the config
+and its hash.
 
-Flags are read exactly as `vllm serve` reads them: `--moe-backend X` or `=X`, `_` or
-`-` in names, unambiguous prefixes, dotted keys (`--kernel-config.moe_backend=x`,
-`--ir-op-priority.rms_norm=a,b`), JSON values, `--config FILE.yaml`, `-O0`..`-O3`,
-`-cc.KEY=VALUE`. A whole `vllm serve MODEL ...` line may follow `--`.
+Flags are read exactly as `vllm serve` reads them: `--moe-backend X` or
+`=X`, `_` or `-` in names, unambiguous prefixes, dotted keys
+(`--kernel-config.moe_backend=x`, `--ir-op-priority.rms_norm=a,b`), JSON
+values, `--config FILE.yaml`, `-O0`..`-O3`, `-cc.KEY=VALUE`. A whole
+`vllm serve MODEL ...` line may follow `--`.
 
 The target and context, among the flags:
 
-  --device PRESET        h100, h200, b200, gb200, b300, rtx-pro-6000, dgx-spark, a100,
-                         l40s, mi300x, mi325x, mi355x, rx-7900-xtx, cpu, ...
+  --device PRESET        h100, h200, b200, gb200, b300, rtx-pro-6000,
+                         dgx-spark, a100, l40s, mi300x, mi325x, mi355x,
+                         rx-7900-xtx, cpu, ...
   --platform KIND        cuda, rocm, xpu, cpu or tpu
   --capability X.Y       CUDA compute capability (9.0)
   --gfx-arch gfxNNN      ROCm architecture (gfx942)
-  --vllm-version X       release to resolve for (0.34, 0.34.0, v0.34.0; or
-                         KERNELCFG_VLLM_VERSION); default the vLLM installed
-                         here (package metadata), else the newest known
+  --vllm-version X       release to resolve for (0.34, 0.34.0, v0.34.0;
+                         or KERNELCFG_VLLM_VERSION); default the vLLM
+                         installed here, else the newest known
   --architecture NAME    model architecture (repeatable)
-  --hf-config-path PATH  a local model folder or config.json (vLLM's flag)
-  --env KEY=VALUE        a variable the engine would see (repeatable); this shell's
-                         VLLM_* and TORCH_COMPILE_DISABLE count too
+  --hf-config-path PATH  a local model folder or config.json
+  --env KEY=VALUE        a variable the engine would see (repeatable);
+                         this shell's VLLM_* and TORCH_COMPILE_DISABLE
+                         count too
 
-Without a target, kernelcfg uses KERNELCFG_DEVICE / KERNELCFG_PLATFORM, then this
-machine's GPU (NVML, the ROCm KFD topology, then torch), then cpu, and says so.
+Without a target, kernelcfg uses KERNELCFG_DEVICE / KERNELCFG_PLATFORM,
+then this machine's GPU (NVML, the ROCm KFD topology, then torch), then
+cpu, and says so.
 
-After `--` (a pasted `vllm serve` line), kernelcfg's own options (--format,
---fail-on, --strict, --quiet, --explain-sources and the target options above) still
-work, unless that release's `vllm serve` has an option of the very same name: then
-it is vLLM's.
+After `--` (a pasted `vllm serve` line), kernelcfg's own options
+(--format, --fail-on, --strict, --quiet, --explain-sources and the target
+options above) still work, unless that release's `vllm serve` has an
+option of the very same name: then it is vLLM's.
 """
 
 
@@ -1141,12 +1146,13 @@ def schema(
 ) -> None:
     """Print a JSON Schema (draft 2020-12) for editors and check-jsonschema.
 
-    `--of kernel-config` (default): what `--kernel-config` takes. `--of config-file`: the
-    kernel-relevant keys of a `vllm serve --config` YAML file. Both are stricter than
-    vLLM: canonical names and true/false only. `--of resolve`, `batch-line`, `versions`,
-    `versions-compare`, `backends`, `diff`, `explain`, `lint-env`, `scan`: the shape of
-    that command's `--format json` output.
+    --of kernel-config (default): what --kernel-config takes. --of config-file:
+    the kernel-relevant keys of a vllm serve --config YAML file. Both are
+    stricter than vLLM: canonical names and true/false only. --of resolve,
+    batch-line, versions, versions-compare, backends, diff, explain, lint-env,
+    scan: the shape of that command's --format json output.
     """
+
     import json
 
     if of not in (SchemaOf.kernel_config, SchemaOf.config_file):

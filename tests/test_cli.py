@@ -539,3 +539,13 @@ def test_fail_on_policy() -> None:
     quiet_line = ("resolve", "--device", "b200", "--moe-backend", "flashinfer_trtllm")
     assert run(*quiet_line, "--strict", "--format", "json").exit_code == 0
     assert run(*quiet_line, "--fail-on", "warning", "--format", "json").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "command", ["resolve", "versions", "diff", "scan", "lint-env", "backends", "explain", "schema"]
+)
+def test_help_reads_at_80_columns(command: str) -> None:
+    text = run(command, "--help", env={"COLUMNS": "80"}).stdout
+    for line in text.splitlines():
+        assert len(line) <= 80, line
+        assert line.count("`") % 2 == 0, f"a code span broken across lines: {line!r}"
