@@ -333,8 +333,8 @@ def module_constant(src: Source, rel: str, name: str) -> Any:
     raise ValueError(f"{name} not found in {rel}")
 
 
-def env_names(src: Source) -> list[str]:
-    tree = ast.parse(src.text("vllm/envs.py"))
+def _assigned_dict(tree: ast.AST, name: str) -> ast.Dict | None:
+    """The dict literal assigned (plainly or with an annotation) to ``name``."""
     for node in ast.walk(tree):
         target: ast.expr | None = None
         value: ast.expr | None = None
@@ -342,13 +342,16 @@ def env_names(src: Source) -> list[str]:
             target, value = node.target, node.value
         elif isinstance(node, ast.Assign):
             target, value = node.targets[0], node.value
-        if (
-            isinstance(target, ast.Name)
-            and target.id == "environment_variables"
-            and isinstance(value, ast.Dict)
-        ):
-            return sorted(str(k.value) for k in value.keys if isinstance(k, ast.Constant))
-    raise ValueError("environment_variables not found in vllm/envs.py")
+        if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Dict):
+            return value
+    return None
+
+
+def env_names(src: Source) -> list[str]:
+    found = _assigned_dict(ast.parse(src.text("vllm/envs.py")), "environment_variables")
+    if found is None:
+        raise ValueError("environment_variables not found in vllm/envs.py")
+    return sorted(str(k.value) for k in found.keys if isinstance(k, ast.Constant))
 
 
 def removed_envs(src: Source) -> dict[str, str]:
@@ -356,25 +359,14 @@ def removed_envs(src: Source) -> dict[str, str]:
     migration hint. Setting one is a hard error at engine start-up
     (``Platform.validate_environ``: ``f"{env} has been removed. {hint}"``), whatever
     ``--fail-on-environ-validation`` says. Empty before 0.34.0."""
-    tree = ast.parse(src.text("vllm/envs.py"))
-    for node in tree.body:
-        target: ast.expr | None = None
-        value: ast.expr | None = None
-        if isinstance(node, ast.AnnAssign):
-            target, value = node.target, node.value
-        elif isinstance(node, ast.Assign):
-            target, value = node.targets[0], node.value
-        if (
-            isinstance(target, ast.Name)
-            and target.id == "removed_environment_variables"
-            and isinstance(value, ast.Dict)
-        ):
-            return {
-                str(_const(k, {})): str(_const(v, {}))
-                for k, v in zip(value.keys, value.values, strict=True)
-                if k is not None
-            }
-    return {}
+    found = _assigned_dict(ast.parse(src.text("vllm/envs.py")), "removed_environment_variables")
+    if found is None:
+        return {}
+    return {
+        str(_const(k, {})): str(_const(v, {}))
+        for k, v in zip(found.keys, found.values, strict=True)
+        if k is not None
+    }
 
 
 def version_of(src: Source, path: Path) -> str:
