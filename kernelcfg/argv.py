@@ -1,12 +1,13 @@
 """vLLM's flag language, read the way ``vllm serve`` reads it, into :class:`Inputs`.
 
-The steps follow vLLM's ``FlexibleArgumentParser``: a ``--config`` YAML file is
-expanded in front of the command line; in option names, ``_`` becomes ``-`` before
-the first ``.``; ``-O3``/``-O=3``/``-O 3`` become ``--optimization-level``; dotted
-keys (``--kernel-config.moe_backend=x``) are gathered into one JSON value per option,
-appended last (so it replaces a whole-JSON value); then options are matched, by
-unambiguous prefix too, as argparse does. Flags that do not bear on kernels are
-noted and skipped.
+The steps follow vLLM's ``FlexibleArgumentParser`` pre-processing: the first
+``--model`` moves to the model position; a ``--config`` YAML file is expanded right
+after the model; in option names, ``_`` becomes ``-`` before the first ``.``;
+``-O3``/``-O=3``/``-O 3`` become ``--optimization-level``; dotted keys
+(``--kernel-config.moe_backend=x``) are gathered into one JSON value per option,
+appended last (so it replaces a whole-JSON value). Then the release's own ``vllm
+serve`` parser (:mod:`kernelcfg.serve_parser`) reads the words, and the options that
+bear on kernels are checked here, with kernelcfg's messages; the others are accepted.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from argparse import ArgumentTypeError
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from kernelcfg import bounded, model_config, serve_parser, values
 from kernelcfg.context import COMPILATION_MODES, CUDAGRAPH_MODES
@@ -27,10 +28,15 @@ from kernelcfg.inputs import Inputs
 from kernelcfg.problems import Problem
 from kernelcfg.releases import Release
 
-__all__ = ["CONTEXT_OPTIONS", "ContextOptions", "parse", "split_version", "validate_kernel_config"]
-
-Kind = Literal["bool", "value", "json", "list"]
-
+__all__ = [
+    "CONTEXT_OPTIONS",
+    "ContextOptions",
+    "parse",
+    "split_serve",
+    "split_version",
+    "take_options",
+    "validate_kernel_config",
+]
 
 @dataclass
 class ContextOptions:
