@@ -178,6 +178,15 @@ def batch_rate(count: int) -> dict[str, float]:
     return {"lines": count, "seconds": elapsed, "per_second": count / elapsed}
 
 
+def _write(path: Path, *chunks: tuple[bytes, int]) -> None:
+    """Write ``chunk * count`` pieces without building them in memory: a child's peak
+    memory includes this process's (Linux keeps the high-water mark across fork)."""
+    with path.open("wb") as fh:
+        for chunk, count in chunks:
+            for _ in range(count):
+                fh.write(chunk)
+
+
 def _hostile_inputs(tmp: Path) -> dict[str, list[str]]:
     """The worst inputs of the robustness tests, as command lines (files written to tmp)."""
     bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"]
@@ -186,14 +195,14 @@ def _hostile_inputs(tmp: Path) -> dict[str, list[str]]:
         for i in range(8)
     ]
     (tmp / "bomb.yaml").write_text("\n".join([*bomb, "kernel-config: {moe_backend: *i}"]))
-    (tmp / "big.yaml").write_text("moe-backend: " + "x" * 10_000_000 + "\n")
-    (tmp / "huge.yaml").write_bytes(b"#" * (17 * 1024 * 1024))
-    (tmp / "deep.yaml").write_text("kernel-config: " + "[" * 3000 + "]" * 3000 + "\n")
-    (tmp / "many.env").write_text("".join(f"VLLM_UNKNOWN_{i}=1\n" for i in range(200_000)))
-    with (tmp / "bad.jsonl").open("w") as fh:
-        fh.write((json.dumps(["--moe-backend", "triton"]) + "\n") * 1000)
-        fh.write(json.dumps(["a" * 300]) + "\n" + '{"id": NaN, "argv": []}\n')
-        fh.write((json.dumps(["--moe-backend", "triton"]) + "\n") * 1000)
+    _write(tmp / "big.yaml", (b"moe-backend: ", 1), (b"x" * 1000, 10_000), (b"\n", 1))
+    _write(tmp / "huge.yaml", (b"#" * 1024, 17 * 1024))
+    _write(tmp / "deep.yaml", (b"kernel-config: ", 1), (b"[", 3000), (b"]", 3000), (b"\n", 1))
+    with (tmp / "many.env").open("w") as fh:
+        fh.writelines(f"VLLM_UNKNOWN_{i}=1\n" for i in range(200_000))
+    good = (json.dumps(["--moe-backend", "triton"]) + "\n").encode()
+    bad = (json.dumps(["a" * 300]) + "\n" + '{"id": NaN, "argv": []}\n').encode()
+    _write(tmp / "bad.jsonl", (good, 1000), (bad, 1), (good, 1000))
     os.mkfifo(tmp / "fifo.yaml")
     kc = [PY, "-m", "kernelcfg"]
     return {
@@ -247,9 +256,9 @@ def main() -> None:
     cold = cold_start(rounds)
     serve = serve_lines(rounds)
     torch = torch_imported()
+    worst = hostile()  # before the batch runs, while this process is still small
     runs = [batch_rate(lines) for _ in range(3)]
     best = max(runs, key=lambda r: r["per_second"])
-    worst = hostile()
     report = {
         "serve_lines": serve,
         "hostile_inputs": worst,

@@ -140,3 +140,28 @@ def test_retired_variables_users_still_carry(name: str, value: str, needle: str)
     assert finding.code == "removed-variable"
     assert needle in finding.message
     assert "VLLM_XLA_USE_SPMD" not in finding.message
+
+
+def test_plain_env_files_read_as_dotenv_reads_them() -> None:
+    import io
+
+    from dotenv import dotenv_values
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from kernelcfg.lint_env import _plain_env
+
+    keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
+    values = st.from_regex(r"[A-Za-z0-9_.,:/=+-]{0,12}", fullmatch=True)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(keys, values), max_size=8))
+    def check(pairs: list[tuple[str, str]]) -> None:
+        text = "# a comment\n" + "".join(f"{k}={v}\n" for k, v in pairs)
+        plain = _plain_env(text)
+        assert plain is not None
+        assert plain == dict(dotenv_values(stream=io.StringIO(text), interpolate=False))
+
+    check()
+    assert _plain_env("export A=1\n") is None
+    assert _plain_env('A="1"\n') is None
