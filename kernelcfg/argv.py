@@ -38,6 +38,7 @@ __all__ = [
     "validate_kernel_config",
 ]
 
+
 @dataclass
 class ContextOptions:
     """kernelcfg's own options that may appear among the flags (``--batch`` lines)."""
