@@ -524,7 +524,9 @@ def _run_batch(
     cells: list[dict[str, str]],
 ) -> int:
     """``--batch``: one JSON line per input line, written as they are known; or a report."""
-    from kernelcfg import pipeline, render
+    import signal
+
+    from kernelcfg import bounded, pipeline, render
     from kernelcfg.reports import Entry
 
     strict = fail_on is FailOn.warning
@@ -539,10 +541,6 @@ def _run_batch(
     summary = fmt is Format.table
     entries: list[Entry] = []
     rows: list[dict[str, Any]] = []
-    import signal
-
-    from kernelcfg import bounded
-
     out = _Out(1 if path == "-" else 256)
     worst = 0
     counts: dict[int, int] = {}

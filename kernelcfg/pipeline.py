@@ -22,6 +22,8 @@ from kernelcfg.resolution import Resolution, resolve
 __all__ = [
     "INPUT_ERRORS",
     "LINE_CONTEXT",
+    "MAX_WORDS",
+    "MAX_WORD_BYTES",
     "Failure",
     "Line",
     "Request",
@@ -94,6 +96,7 @@ def prepare(
     args: Sequence[str], request: Request | None = None
 ) -> tuple[releases.Release, Target, Inputs]:
     """Choose the release and the target and read the flags; raises on unusable input."""
+    _check_size(args)
     req = request or Request()
     environ = req.process_environ
     chosen = _release(args, req, environ)
@@ -112,6 +115,25 @@ def prepare(
     inputs.sources["vllm_version"] = chosen.source
     named = any((line.device, line.platform, line.capability, line.gfx_arch))
     return release, _target(line if named else req, environ), inputs
+
+
+MAX_WORDS = 10_000
+"""The most words one command line may hold (a real vllm serve line has < 200)."""
+MAX_WORD_BYTES = 1024 * 1024
+"""The longest word (1 MiB): a --kernel-config JSON is a few hundred bytes."""
+
+
+def _check_size(args: Sequence[str]) -> None:
+    if len(args) > MAX_WORDS:
+        raise ArgumentError(
+            f"{len(args):,} words on one line; kernelcfg reads at most {MAX_WORDS:,}"
+        )
+    for index, word in enumerate(args):
+        if len(word) > MAX_WORD_BYTES:
+            raise ArgumentError(
+                f"word {index + 1} is {len(word):,} characters long; kernelcfg reads words of at "
+                f"most {MAX_WORD_BYTES // 1024} KiB"
+            )
 
 
 def _release(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> releases.Chosen:

@@ -426,3 +426,14 @@ def test_a_bug_exits_70_with_its_traceback() -> None:
     assert done.returncode == 70
     assert b"Traceback" in done.stderr
     assert b"ZeroDivisionError: planted" in done.stderr
+
+
+def test_option_count_and_word_length_are_capped(tmp_path: Path) -> None:
+    words = ["--port", "1"] * 6000
+    path = tmp_path / "many.jsonl"
+    path.write_text(json.dumps(words) + "\n" + json.dumps(["x" * (1024 * 1024 + 1)])[:-1] + "]\n")
+    started = time.perf_counter()
+    lines = json_lines(kc("resolve", "--batch", str(path), "--format", "json").stdout)
+    assert time.perf_counter() - started < 10
+    assert [line["exit_code"] for line in lines] == [2, 2]
+    assert "at most 10,000" in lines[0]["problems"][0]["message"]
