@@ -552,6 +552,10 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
                 + (f" (did you mean {hint!r}?)" if hint else ""),
                 field=f"compilation_config.{key}",
             )
+    fields = serve_parser.options(release).fields("compilation_config")
+    nested = serve_parser.unknown_key(value, fields) if fields is not None else None
+    if nested:  # a key inside pass_config and the like
+        raise ArgumentError(f"argument {flag}: {nested}", field="compilation_config")
     mode = value.get("mode")
     if mode is not None:
         if isinstance(mode, str):

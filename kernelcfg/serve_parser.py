@@ -24,7 +24,7 @@ from kernelcfg.bounded import shown
 from kernelcfg.errors import ArgumentError, closest
 from kernelcfg.releases import Release
 
-__all__ = ["RAW_DESTS", "ServeOptions", "options", "parse"]
+__all__ = ["RAW_DESTS", "ServeOptions", "options", "parse", "unknown_key"]
 
 RAW_DESTS = frozenset(
     {
@@ -148,15 +148,39 @@ def expand_human_numbers(text: str) -> str:
     return _HUMAN_IN_JSON.sub(one, text)
 
 
-def _dataclass(value: str) -> dict[str, Any]:
-    """A config-dataclass option: a JSON object (its fields are vLLM's to check)."""
-    try:
-        found = json.loads(expand_human_numbers(value))
-    except (ValueError, RecursionError):
-        raise argparse.ArgumentTypeError(f"invalid JSON: {shown(value)}") from None
-    if not isinstance(found, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {shown(value)}")
-    return found
+def unknown_key(value: dict[str, Any], fields: dict[str, Any], path: str = "") -> str | None:
+    """The first key of ``value`` (nested where the fields are known) that the config
+    dataclass does not have, with the closest field; ``None`` when all are known."""
+    for key, item in value.items():
+        if key not in fields:
+            near = closest(str(key), list(fields))
+            hint = f" (did you mean {near!r}?)" if near else ""
+            return f"{path + str(key)!r} is not a field of it{hint}"
+        sub = fields[key]
+        if isinstance(sub, dict) and isinstance(item, dict):
+            found = unknown_key(item, sub, f"{path}{key}.")
+            if found:
+                return found
+    return None
+
+
+def _dataclass(fields: dict[str, Any] | None) -> Callable[[str], dict[str, Any]]:
+    """A config-dataclass option: a JSON object whose keys the dataclass has (its values
+    are vLLM's to check)."""
+
+    def parse_dataclass(value: str) -> dict[str, Any]:
+        try:
+            found = json.loads(expand_human_numbers(value))
+        except (ValueError, RecursionError):
+            raise argparse.ArgumentTypeError(f"invalid JSON: {shown(value)}") from None
+        if not isinstance(found, dict):
+            raise argparse.ArgumentTypeError(f"expected a JSON object, got {shown(value)}")
+        problem = unknown_key(found, fields) if fields is not None else None
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return found
+
+    return parse_dataclass
 
 
 _BASE_TYPES: dict[str, Callable[[str], Any]] = {
@@ -173,19 +197,19 @@ _BASE_TYPES: dict[str, Callable[[str], Any]] = {
 }
 
 
-def _type(code: str | None) -> Callable[[str], Any] | None:
+def _type(code: str | None, fields: dict[str, Any] | None = None) -> Callable[[str], Any] | None:
     if code is None:
         return None
     if code.startswith("optional:"):
-        inner = _type(code.removeprefix("optional:"))
+        inner = _type(code.removeprefix("optional:"), fields)
         assert inner is not None
         return _optional_type(inner)
     if code.startswith("parse:"):
-        inner = _type(code.removeprefix("parse:"))
+        inner = _type(code.removeprefix("parse:"), fields)
         assert inner is not None
         return _parse_type(inner)
     if code.startswith("dataclass:"):
-        return _dataclass
+        return _dataclass(fields)
     return _BASE_TYPES[code]
 
 
@@ -312,6 +336,15 @@ class ServeOptions:
         }
         """Each option string's option, for the plain-line fast path."""
 
+    def fields(self, dest: str) -> dict[str, Any] | None:
+        """The field names (nested) of a config-dataclass option that refuses unknown
+        keys; ``None`` when unknown or not such an option."""
+        for raw in self.data["options"]:
+            if raw["dest"] == dest:
+                found: dict[str, Any] | None = raw.get("fields")
+                return found
+        return None
+
     def flag(self, dest: str) -> str:
         """The option string messages name ``dest`` by (its first)."""
         found: str = self._flags.get(dest, "--" + dest.replace("_", "-"))
@@ -357,7 +390,7 @@ def _action(raw: dict[str, Any]) -> argparse.Action:
         **common,
         "nargs": raw.get("nargs"),
         "const": raw.get("const"),
-        "type": None if raw_text else _type(raw.get("type")),
+        "type": None if raw_text else _type(raw.get("type"), raw.get("fields")),
         "choices": None if raw_text else raw.get("choices"),
     }
     cls = {"store": _Store, "append": _Append, "lora": _Lora}[kind]
@@ -440,7 +473,7 @@ def _plain_value(raw: dict[str, Any], dest: str, text: str) -> Any:
     """The value argparse would store, or ``_REFUSED`` (argparse then says why)."""
     if dest in RAW_DESTS:
         return text
-    convert = _type(raw.get("type"))
+    convert = _type(raw.get("type"), raw.get("fields"))
     try:
         value = convert(text) if convert is not None else text
     except Exception:

@@ -8,7 +8,9 @@ writes ``kernelcfg/releases/serve-X.Y.Z.json``:
 - ``options``: per action, in the parser's order (the order sets argparse's ambiguity
   lists): every option string, the strings argparse names in messages, ``dest``, the
   action kind, ``nargs``, ``const``, the type (a code of :data:`TYPES`), ``choices``,
-  whether the dotted syntax gives it a JSON object (``json``), and a deprecation note.
+  whether the dotted syntax gives it a JSON object (``json``), the field names of a
+  config dataclass that refuses unknown keys (``fields``, nested), and a deprecation
+  note.
 - ``positional``: MODEL (``model_tag``).
 
 Usage: ``python scripts/serve_options.py DUMP.json [--check]``.
@@ -98,6 +100,8 @@ def _option(raw: dict[str, Any]) -> dict[str, Any]:
         out["negative"] = raw["negative_option_strings"]
     if raw["takes_json"]:
         out["json"] = True
+    if raw.get("dataclass_fields") is not None:
+        out["fields"] = raw["dataclass_fields"]
     if raw.get("deprecated_in_help"):
         out["deprecated"] = raw.get("deprecation_note") or raw["help"]
     return out

@@ -248,3 +248,67 @@ def test_model_read_from_the_hugging_face_cache(tmp_path: Path) -> None:
         env={"HF_HUB_CACHE": str(tmp_path)},
     )
     assert "KERNELCFG_MODEL_SOURCE='Hugging Face cache'" in env.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "code"),
+    [
+        (["--attention-config.nope=1"], 2),
+        (["-ac", '{"backend": "FLASHINFER", "bogus": 1}'], 2),
+        (["-cc.pass_config.nope=true"], 2),
+        (["--compilation-config", '{"use_inductor": false}'], 2),
+        (["--attention-config.backend=FLASHINFER"], 0),
+        (["-cc.pass_config.fuse_norm_quant=true"], 0),
+        (["--eplb-config.window_size=1k"], 0),
+    ],
+)
+def test_config_options_refuse_keys_their_dataclass_lacks(words: list[str], code: int) -> None:
+    result = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--vllm-version",
+        "0.34",
+        "--format",
+        "json",
+        "--",
+        "vllm",
+        "serve",
+        "m",
+        *words,
+    )
+    assert result.exit_code == code, result.stderr
+    if code == 2:
+        assert (
+            "is not a field of it" in result.stderr or "unknown compilation-config" in result.stderr
+        )
+
+
+def test_published_lines_vllm_refuses_for_their_config_keys() -> None:
+    line = [
+        "vllm",
+        "serve",
+        "MiniMaxAI/MiniMax-M2.7",
+        "--tensor-parallel-size",
+        "4",
+        "--compilation-config",
+        '{"mode":3,"pass_config":{"fuse_minimax_qk_norm":true}}',
+    ]
+    result = run("resolve", "--device", "h200", "--format", "json", "--", *line)
+    assert result.exit_code == 2
+    assert "'pass_config.fuse_minimax_qk_norm' is not a field" in result.stderr
+
+
+REFUSED = json.loads(
+    (Path(__file__).parent / "data" / "published-serve-lines-refused.json").read_text()
+)
+
+
+@pytest.mark.parametrize("line", REFUSED["lines"], ids=[x["id"] for x in REFUSED["lines"]])
+def test_published_lines_vllm_034_refuses(line: dict[str, Any]) -> None:
+    result = resolve_args(
+        ["--device", line["device"], "--vllm-version", "0.34", "--", *line["argv"]],
+        Request(environ={}),
+    )
+    assert isinstance(result, Failure), line["id"]
+    assert result.problem.exit_code == 2

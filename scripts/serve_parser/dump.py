@@ -286,6 +286,55 @@ def _uses_json(t, depth=0) -> bool:
     return False
 
 
+def _dataclass_of(t, depth=0):
+    """The config dataclass a parse_dataclass type (maybe inside optional_type) builds."""
+    if t is None or depth > 4 or not isinstance(t, types.FunctionType):
+        return None
+    try:
+        nonlocals = dict(inspect.getclosurevars(t).nonlocals)
+    except (TypeError, ValueError):
+        nonlocals = {}
+    if t.__defaults__:
+        names = t.__code__.co_varnames[: t.__code__.co_argcount]
+        nonlocals.update(zip(names[-len(t.__defaults__) :], t.__defaults__, strict=True))
+    nonlocals.update(t.__kwdefaults__ or {})
+    if t.__name__ == "parse_dataclass":
+        cls = nonlocals.get("cls")
+        return cls if isinstance(cls, type) else None
+    for value in nonlocals.values():
+        found = _dataclass_of(value, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _forbids_extra(cls) -> bool:
+    config = getattr(cls, "__pydantic_config__", None) or {}
+    return config.get("extra") == "forbid"
+
+
+def _dataclass_fields(cls, depth=0):
+    """The field names of a config dataclass that refuses unknown keys, nested for
+    fields that are such dataclasses themselves; None where unknown keys pass."""
+    import dataclasses
+    import typing
+
+    if cls is None or depth > 4 or not dataclasses.is_dataclass(cls) or not _forbids_extra(cls):
+        return None
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: names only
+        hints = {}
+    out = {}
+    for field in dataclasses.fields(cls):
+        kind = hints.get(field.name)
+        inner = [a for a in typing.get_args(kind) if a is not type(None)] if kind else []
+        target = kind if isinstance(kind, type) else (inner[0] if len(inner) == 1 else None)
+        sub = _dataclass_fields(target, depth + 1) if isinstance(target, type) else None
+        out[field.name] = sub
+    return out
+
+
 def _is_config_class(c) -> bool:
     import dataclasses
 
@@ -423,6 +472,7 @@ def describe_action(a, parser, groups, regs, help_lookup):
     action_json = type(a).__name__ == "LoRAParserAction"
     ent["type_decodes_json"] = uses_json
     ent["takes_json"] = bool(uses_json or action_json)
+    ent["dataclass_fields"] = _dataclass_fields(_dataclass_of(a.type))
     ent["dotted_probe"] = _dotted_probe(a)
     return ent
 
