@@ -323,7 +323,7 @@ def _dataclass_fields(cls, depth=0):
         return None
     try:
         hints = typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: names only
+    except Exception:  # unresolvable annotations: names only
         hints = {}
     out = {}
     for field in dataclasses.fields(cls):
