@@ -33,10 +33,14 @@ def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | No
     lowered = {c.lower(): c for c in choices}
     if value.lower() in lowered:
         return lowered[value.lower()]
-    found = difflib.get_close_matches(value, choices, n=1, cutoff=cutoff)
+    # difflib's ratio is 2*M/(len(a)+len(b)) with M <= the shorter length, so a choice
+    # whose length is too far off can never reach the cutoff: skip it (same answer).
+    size = len(value)
+    near = [c for c in choices if 2 * min(size, len(c)) >= cutoff * (size + len(c))]
+    found = difflib.get_close_matches(value, near, n=1, cutoff=cutoff)
     if not found:
         found = difflib.get_close_matches(
-            value.lower().replace("-", "_"), choices, n=1, cutoff=cutoff
+            value.lower().replace("-", "_"), near, n=1, cutoff=cutoff
         )
     return found[0] if found else None
 

@@ -164,7 +164,7 @@ def _known_elsewhere() -> dict[str, tuple[str, ...]]:
     return {name: tuple(versions) for name, versions in found.items()}
 
 
-_SUGGESTIONS = 200
+_SUGGESTIONS = 50
 """Closest-name suggestions are worked out for this many unknown variables, no more."""
 
 
