@@ -39,9 +39,7 @@ def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | No
     near = [c for c in choices if 2 * min(size, len(c)) >= cutoff * (size + len(c))]
     found = difflib.get_close_matches(value, near, n=1, cutoff=cutoff)
     if not found:
-        found = difflib.get_close_matches(
-            value.lower().replace("-", "_"), near, n=1, cutoff=cutoff
-        )
+        found = difflib.get_close_matches(value.lower().replace("-", "_"), near, n=1, cutoff=cutoff)
     return found[0] if found else None
 
 
