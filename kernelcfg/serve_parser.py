@@ -327,27 +327,33 @@ class ServeOptions:
         self.data = data
         self.strings: frozenset[str] = frozenset(s for o in data["options"] for s in o["strings"])
         """Every option string ``vllm serve`` registers in this release."""
-        self.dests: frozenset[str] = frozenset(o["dest"] for o in data["options"])
-        """Every destination (``moe_backend`` …)."""
-        self._parser: _Parser | None = None
-        self._flags = {o["dest"]: o.get("names", o["strings"])[0] for o in data["options"]}
+        self.by_dest: dict[str, dict[str, Any]] = {o["dest"]: o for o in data["options"]}
+        """Each option by its destination (``moe_backend`` …)."""
         self.exact: dict[str, dict[str, Any]] = {
             string: o for o in data["options"] for string in o["strings"]
         }
         """Each option string's option, for the plain-line fast path."""
+        self.converters: dict[str, Callable[[str], Any] | None] = {
+            o["dest"]: None if o["dest"] in RAW_DESTS else _type(o.get("type"), o.get("fields"))
+            for o in data["options"]
+        }
+        """Each option's type callable (``None``: kept as text), for argparse and the
+        fast path alike."""
+        self._parser: _Parser | None = None
 
     def fields(self, dest: str) -> dict[str, Any] | None:
         """The field names (nested) of a config-dataclass option that refuses unknown
         keys; ``None`` when unknown or not such an option."""
-        for raw in self.data["options"]:
-            if raw["dest"] == dest:
-                found: dict[str, Any] | None = raw.get("fields")
-                return found
-        return None
+        raw = self.by_dest.get(dest)
+        found: dict[str, Any] | None = raw.get("fields") if raw else None
+        return found
 
     def flag(self, dest: str) -> str:
         """The option string messages name ``dest`` by (its first)."""
-        found: str = self._flags.get(dest, "--" + dest.replace("_", "-"))
+        raw = self.by_dest.get(dest)
+        if raw is None:
+            return "--" + dest.replace("_", "-")
+        found: str = raw.get("names", raw["strings"])[0]
         return found
 
     @property
@@ -360,7 +366,7 @@ class ServeOptions:
     def _build(self) -> _Parser:
         parser = _Parser(prog=self.data["prog"], add_help=False, allow_abbrev=True)
         for raw in self.data["options"]:
-            action = _action(raw)
+            action = _action(raw, self.converters[raw["dest"]])
             parser._add_action(action)
             action.option_strings = raw.get("names", raw["strings"])
         positional = self.data["positional"]
@@ -370,7 +376,7 @@ class ServeOptions:
         return parser
 
 
-def _action(raw: dict[str, Any]) -> argparse.Action:
+def _action(raw: dict[str, Any], convert: Callable[[str], Any] | None) -> argparse.Action:
     kind, dest, strings = raw["action"], raw["dest"], raw["strings"]
     common: dict[str, Any] = {"default": argparse.SUPPRESS}
     if kind == "store_true":
@@ -385,13 +391,12 @@ def _action(raw: dict[str, Any]) -> argparse.Action:
         return _Count(strings, dest, **common)
     if kind == "help":
         return _Help(strings, dest, **common)
-    raw_text = dest in RAW_DESTS
     kwargs: dict[str, Any] = {
         **common,
         "nargs": raw.get("nargs"),
         "const": raw.get("const"),
-        "type": None if raw_text else _type(raw.get("type"), raw.get("fields")),
-        "choices": None if raw_text else raw.get("choices"),
+        "type": convert,
+        "choices": None if dest in RAW_DESTS else raw.get("choices"),
     }
     cls = {"store": _Store, "append": _Append, "lora": _Lora}[kind]
     return cls(strings, dest, **kwargs)
@@ -450,7 +455,7 @@ def _plain(serve: ServeOptions, tokens: list[str]) -> dict[str, Any] | None:
                 text = origin = tokens[i]
             else:
                 return None
-            value = _plain_value(raw, dest, text)
+            value = _plain_value(raw, serve.converters[dest], text)
             if value is _REFUSED:
                 return None
             if dest in RAW_DESTS:
@@ -469,11 +474,10 @@ def _plain(serve: ServeOptions, tokens: list[str]) -> dict[str, Any] | None:
 _REFUSED = object()
 
 
-def _plain_value(raw: dict[str, Any], dest: str, text: str) -> Any:
+def _plain_value(raw: dict[str, Any], convert: Callable[[str], Any] | None, text: str) -> Any:
     """The value argparse would store, or ``_REFUSED`` (argparse then says why)."""
-    if dest in RAW_DESTS:
+    if raw["dest"] in RAW_DESTS:
         return text
-    convert = _type(raw.get("type"), raw.get("fields"))
     try:
         value = convert(text) if convert is not None else text
     except Exception:
