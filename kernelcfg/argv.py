@@ -18,6 +18,7 @@ import re
 from argparse import ArgumentTypeError
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from kernelcfg.releases import Release
 __all__ = [
     "CONTEXT_OPTIONS",
     "ContextOptions",
+    "context_after_serve",
     "parse",
     "split_serve",
     "split_version",
@@ -645,13 +647,7 @@ def parse(
     tokens, insert_at = head, 0
     if serve is not None:
         taken = take_options(
-            serve,
-            {
-                n: d
-                for n, d in CONTEXT_OPTIONS.items()
-                if n not in serve_parser.options(release).strings
-            },
-            lambda name, value: _context(ctx, name, value),
+            serve, context_after_serve(release), lambda name, value: _context(ctx, name, value)
         )
         tokens, insert_at = _serve_line(taken, head)
     if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
@@ -663,6 +659,14 @@ def parse(
     _apply_all(release, inputs, given)
     model_config.read(inputs, given.get("hf_config_path"), env=inputs.env)
     return inputs, ctx
+
+
+@cache
+def context_after_serve(release: Release) -> dict[str, str]:
+    """kernelcfg's context options that stay kernelcfg's after ``vllm serve``: those the
+    release's own ``vllm serve`` has no option of the same name for."""
+    theirs = serve_parser.options(release).strings
+    return {name: dest for name, dest in CONTEXT_OPTIONS.items() if name not in theirs}
 
 
 def split_serve(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
