@@ -286,21 +286,18 @@ def batch(
     carrying the traceback.
     """
     request = request or Request()
-    prefix = list(common)
-    cells: list[Mapping[str, str]] = list(matrix) or [{}]
+    cells = [(dict(cell), [*context_args(cell, "--matrix"), *common]) for cell in matrix or [{}]]
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, KernelcfgError):
             yield Line(number, number, Failure(Problem.from_error(raw)))
             continue
         if not raw.strip(" \t\r\n"):  # JSON whitespace only (RFC 8259)
             continue
-        for cell in cells:
-            yield _one(raw, number, [*context_args(cell, "--matrix"), *prefix], request, cell)
+        for cell, prefix in cells:
+            yield _one(raw, number, prefix, request, cell)
 
 
-def _one(
-    raw: str, number: int, prefix: list[str], request: Request, cell: Mapping[str, str]
-) -> Line:
+def _one(raw: str, number: int, prefix: list[str], request: Request, cell: dict[str, str]) -> Line:
     line_id: Any = number
     try:
         given_id, args = _line_args(raw, number)
@@ -316,4 +313,4 @@ def _one(
             Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),
             traceback="".join(traceback_mod.format_exception(exc)),
         )
-    return Line(line_id, number, result, dict(cell))
+    return Line(line_id, number, result, cell)
