@@ -120,14 +120,6 @@ def compare(old_version: str, new_version: str) -> dict[str, Any]:
         "platform_ir_defaults_changed": platform_rules,
         "environment": {
             **_added_removed(sorted(a.envs), sorted(b.envs)),
-            "refused": sorted(set(b.data.get("envs_removed", {})) | _validated(b) - _validated(a)),
+            "refused": sorted(b.refused_envs - a.refused_envs),
         },
-    }
-
-
-def _validated(release: releases.Release) -> set[str]:
-    """Variables a release refuses at engine start-up (removed ones, checked values)."""
-    rules = release.rules.get("env_validation", {})
-    return set(release.data.get("envs_removed", {})) | {
-        k for k, v in rules.items() if isinstance(v, dict)
     }

@@ -215,6 +215,15 @@ class Release:
         return found
 
     @cached_property
+    def refused_envs(self) -> frozenset[str]:
+        """Variables this release checks at engine start-up (``Platform.validate_environ``):
+        removed ones, and ones whose value it checks."""
+        checked = self.rules.get("env_validation", {})
+        return frozenset(self.data.get("envs_removed", {})) | {
+            name for name, rule in checked.items() if isinstance(rule, dict)
+        }
+
+    @cached_property
     def envs(self) -> frozenset[str]:
         """The environment variables this release's ``vllm/envs.py`` knows."""
         return frozenset(self.data["envs"])
