@@ -278,9 +278,8 @@ def _dotted_value(text: str) -> Any:
     except json.JSONDecodeError:
         pass
     except (RecursionError, ValueError) as exc:
-        reason = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
         raise ArgumentError(
-            f"dotted value {bounded.shown(text)}: unusable JSON ({bounded.one_line(reason)})"
+            f"dotted value {bounded.shown(text)}: unusable JSON ({bounded.reason(exc)})"
         ) from None
     try:
         return serve_parser.human_readable_int(text)
@@ -441,9 +440,8 @@ def _json(flag: str, token: str) -> Any:
             field=flag,
         ) from None
     except (RecursionError, ValueError) as exc:
-        reason = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
         raise ArgumentError(
-            f"argument {flag}: unusable JSON ({bounded.one_line(reason)})", field=flag
+            f"argument {flag}: unusable JSON ({bounded.reason(exc)})", field=flag
         ) from None
     if not isinstance(value, dict):
         raise ArgumentError(

@@ -36,6 +36,7 @@ __all__ = [
     "loads_yaml",
     "one_line",
     "read_text",
+    "reason",
     "shown",
 ]
 
@@ -62,6 +63,12 @@ def one_line(text: str) -> str:
 def _escape(char: str) -> str:
     escaped = repr(char)[1:-1]
     return escaped if escaped != char else f"\\x{ord(char):02x}"
+
+
+def reason(exc: BaseException) -> str:
+    """An input error as one line for a message: a RecursionError says the value was
+    nested too deep (its own text names Python's recursion limit)."""
+    return "nested too deep" if isinstance(exc, RecursionError) else one_line(str(exc))
 
 
 def shown(value: object, limit: int = _SHOWN) -> str:

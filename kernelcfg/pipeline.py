@@ -12,7 +12,7 @@ from typing import Any
 
 from kernelcfg import argv as argv_mod
 from kernelcfg import releases
-from kernelcfg.bounded import loads_json, one_line
+from kernelcfg.bounded import loads_json, one_line, reason
 from kernelcfg.errors import ArgumentError, KernelcfgError
 from kernelcfg.inputs import Inputs
 from kernelcfg.platforms import Target, resolve_target
@@ -175,9 +175,8 @@ def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolut
 
 def _unusable(exc: BaseException) -> Problem:
     """The one-line problem for an OS, decoding or number error met reading input."""
-    what = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
     return Problem(
-        "error", "unusable-input", None, f"unusable input: {one_line(what)[:300]}", EXIT_USAGE
+        "error", "unusable-input", None, f"unusable input: {reason(exc)[:300]}", EXIT_USAGE
     )
 
 
