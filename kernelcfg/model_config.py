@@ -65,14 +65,12 @@ def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
 
 def _snapshot(folder: Path) -> Path | None:
     """The snapshot ``refs/main`` points at, else the newest one."""
-    ref = folder / "refs" / "main"
-    if bounded.file_problem(str(ref)) is None:
-        try:
-            commit = ref.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeError):
-            commit = ""
-        if commit and "/" not in commit:
-            return folder / "snapshots" / commit
+    try:
+        commit = bounded.read_text(str(folder / "refs" / "main"), "refs/main").strip()
+    except ArgumentError:  # no refs/main (or not a readable file): the newest snapshot
+        commit = ""
+    if commit and "/" not in commit:
+        return folder / "snapshots" / commit
     try:
         snapshots = [p for p in (folder / "snapshots").iterdir() if p.is_dir()]
     except OSError:
