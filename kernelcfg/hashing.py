@@ -108,33 +108,34 @@ def ignored_factors(release: Release, values: Mapping[str, Any]) -> set[str]:
     return ignored
 
 
-def _plain_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+def _factors(
+    release: Release,
+    values: Mapping[str, Any],
+    ir_factor: Callable[[Release, Mapping[str, Sequence[str] | None]], Any],
+) -> dict[str, Any]:
+    """The fields' canonical values, less those the hash ignores, with the IR-op
+    priority (while the release has it) as ``ir_factor`` makes it."""
     ignored = ignored_factors(release, values)
-    return {
+    factors = {
         f.name: normalize_value(values[f.name])
         for f in release.kernel_fields
-        if f.name not in ignored and f.kind != "ir_op_priority"
+        if f.name not in ignored and f.name != release.ir_field
     }
+    if release.ir_field is not None:
+        factors[release.ir_field] = ir_factor(release, values[release.ir_field])
+    return factors
 
 
 def _compute_hash_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
     """vLLM 0.29.0-0.33.0, ``KernelConfig.compute_hash()``: the fields, with the
     IR-op priority as the hex digest of its own factors (a sub-hash)."""
-    factors = _plain_factors(release, values)
-    for f in release.kernel_fields:
-        if f.kind == "ir_op_priority":
-            factors[f.name] = ir_hash(release, values[f.name])
-    return factors
+    return _factors(release, values, ir_hash)
 
 
 def _hash_config_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
     """vLLM 0.34.0 on, ``hash_config(cfg)`` over ``cfg.compile_factors()``: the fields,
     with the IR-op priority (while the release has it) as its nested factor dict."""
-    factors = _plain_factors(release, values)
-    for f in release.kernel_fields:
-        if f.kind == "ir_op_priority":
-            factors[f.name] = ir_factors(release, values[f.name])
-    return factors
+    return _factors(release, values, ir_factors)
 
 
 SCHEMES: dict[str, Callable[[Release, Mapping[str, Any]], dict[str, Any]]] = {
