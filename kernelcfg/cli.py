@@ -732,7 +732,6 @@ def diff(
     provider files behind a differing IR sub-hash, and, apart, the fields that differ
     but are not hashed -- they cannot explain a cache miss.
     """
-    import json
 
     from kernelcfg import diff as diff_mod
     from kernelcfg.bounded import file_problem, one_line
@@ -756,10 +755,7 @@ def diff(
         _write_json(data)
         raise typer.Exit(code)
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
-
-    from kernelcfg.render import fold
 
     console = Console()
     for side in ("a", "b"):
@@ -767,15 +763,9 @@ def diff(
         console.print(Text(f"{side.upper()} {data[side]['hash']}  ({label})"))
     console.print(Text(one_line(data["summary"])))
     if data["hashed_differences"]:
-        table = fold(Table("hashed field", "A", "B", title="hash factors that differ"))
-        for row in data["hashed_differences"]:
-            table.add_row(
-                *(
-                    Text(one_line(str(x)))
-                    for x in (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
-                )
-            )
-        console.print(table)
+        console.print(
+            _differences("hashed field", "hash factors that differ", data["hashed_differences"])
+        )
     for row in data["ir_op_priority_lists"]:
         console.print(f"IR {row['op']}: A {row['a']}  B {row['b']}")
     for row in data["ir_provider_files"]:
@@ -783,18 +773,31 @@ def diff(
             f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases"
         )
     if data["not_hashed_differences"]:
-        table = fold(
-            Table("field (not hashed)", "A", "B", title="differ, but cannot explain a cache miss")
-        )
-        for row in data["not_hashed_differences"]:
-            table.add_row(
-                *(
-                    Text(one_line(str(x)))
-                    for x in (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
-                )
+        console.print(
+            _differences(
+                "field (not hashed)",
+                "differ, but cannot explain a cache miss",
+                data["not_hashed_differences"],
             )
-        console.print(table)
+        )
     raise typer.Exit(code)
+
+
+def _differences(header: str, title: str, rows: list[dict[str, Any]]) -> Any:
+    """A ``diff`` table: field, A, B (values as JSON; user text kept on one line)."""
+    import json
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from kernelcfg.bounded import one_line
+    from kernelcfg.render import fold
+
+    table = fold(Table(header, "A", "B", title=title))
+    for row in rows:
+        cells = (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+        table.add_row(*(Text(one_line(str(x))) for x in cells))
+    return table
 
 
 @app.command(
@@ -833,6 +836,7 @@ def scan(
     from kernelcfg import scan as scan_mod
     from kernelcfg.argv import CONTEXT_OPTIONS, take_options
     from kernelcfg.errors import KernelcfgError
+    from kernelcfg.problems import Problem
     from kernelcfg.reports import Entry
 
     context: list[str] = []
@@ -851,20 +855,7 @@ def scan(
         try:
             found = list(scan_mod.lines_in(path))
         except KernelcfgError as exc:
-            entries.append(
-                Entry(
-                    path,
-                    2,
-                    [
-                        {
-                            "severity": "error",
-                            "code": exc.code,
-                            "field": None,
-                            "message": exc.message,
-                        }
-                    ],
-                )
-            )
+            entries.append(Entry(path, 2, [Problem.from_error(exc).as_dict()]))
             worst = 2
             continue
         for line in found:
@@ -902,6 +893,11 @@ def scan(
     raise typer.Exit(worst)
 
 
+def _finding_code(finding: Any) -> int:
+    """A lint-env finding's exit code: 1 when vLLM would ignore or refuse the variable."""
+    return 1 if finding.severity in ("error", "warning") else 0
+
+
 @app.command("lint-env")
 def lint_env(
     env_file: Annotated[
@@ -935,19 +931,14 @@ def lint_env(
     except KernelcfgError as exc:
         raise _refuse(exc.message, 2) from None
     findings = lint_mod.lint(environ, release)
-    code = 1 if any(f.severity in ("error", "warning") for f in findings) else 0
+    code = max((_finding_code(f) for f in findings), default=0)
     if fmt is ReportFormat.json:
         data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
         _write_json(data)
     elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
         from kernelcfg.reports import Entry
 
-        entries = [
-            Entry(
-                f.variable, 1 if f.severity in ("error", "warning") else 0, [f.as_dict()], f.value
-            )
-            for f in findings
-        ]
+        entries = [Entry(f.variable, _finding_code(f), [f.as_dict()], f.value) for f in findings]
         _write_report(fmt, entries)
     else:
         from rich.console import Console
