@@ -33,7 +33,7 @@ def _example(name: str, value: str, version: str) -> str | None:
     fallback = None
     for device in _EXAMPLE_DEVICES:
         for scheme in schemes:
-            ctx = constraints.Context(PRESETS[device], version, scheme, None, {}, None, ep, None)
+            ctx = constraints.Context(PRESETS[device], version, scheme, expert_parallel=ep)
             status = constraints.check(name, value, ctx).status
             if status not in ("runs", "depends"):
                 continue
