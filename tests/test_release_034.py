@@ -11,8 +11,13 @@ import pytest
 
 from kernelcfg import for_version, hashing, releases
 
-from .cli_helpers import run
+from .cli_helpers import Run, run
 from .conftest import golden
+
+
+def resolve(version: str, *words: str, device: str = "h100") -> Run:
+    """``kernelcfg resolve --device DEVICE --vllm-version VERSION --format json WORDS``."""
+    return run("resolve", "--device", device, "--vllm-version", version, "--format", "json", *words)
 
 
 def test_each_release_names_a_known_scheme() -> None:
@@ -33,8 +38,8 @@ def test_api_compute_hash_is_hash_config_in_034() -> None:
 
 
 def test_json_names_the_scheme() -> None:
-    old = run("resolve", "--device", "h100", "--vllm-version", "0.33", "--format", "json").json()
-    new = run("resolve", "--device", "h100", "--vllm-version", "0.34", "--format", "json").json()
+    old = resolve("0.33").json()
+    new = resolve("0.34").json()
     assert old["hash_scheme"] == "compute_hash"
     assert isinstance(old["hash_factors"]["ir_op_priority"], str)
     assert new["hash_scheme"] == "hash_config"
@@ -91,15 +96,11 @@ def test_no_vllm_installed_means_the_newest(clean_env: pytest.MonkeyPatch) -> No
     ],
 )
 def test_variables_034_refuses(env: str, code: int, severity: str) -> None:
-    result = run(
-        "resolve", "--device", "h100", "--vllm-version", "0.34", "--env", env, "--format", "json"
-    )
+    result = resolve("0.34", "--env", env)
     assert result.exit_code == code
     name = env.split("=", maxsplit=1)[0]
     assert [p["severity"] for p in result.json()["problems"] if p["field"] == name] == [severity]
-    older = run(
-        "resolve", "--device", "h100", "--vllm-version", "0.33", "--env", env, "--format", "json"
-    )
+    older = resolve("0.33", "--env", env)
     assert older.exit_code == 0
 
 
@@ -114,60 +115,16 @@ def test_lint_env_reports_refusals(tmp_path: Path) -> None:
 
 
 def test_new_fields_only_in_034() -> None:
-    new = run(
-        "resolve",
-        "--device",
-        "h100",
-        "--vllm-version",
-        "0.34",
-        "--format",
-        "json",
-        "--kernel-config.rdna_hybrid_w4a16_prefill_dequant=Enable",
-    )
+    new = resolve("0.34", "--kernel-config.rdna_hybrid_w4a16_prefill_dequant=Enable")
     assert new.json()["kernel_config"]["rdna_hybrid_w4a16_prefill_dequant"] == "enable"
-    old = run(
-        "resolve",
-        "--device",
-        "h100",
-        "--vllm-version",
-        "0.33",
-        "--format",
-        "json",
-        "--kernel-config.rdna_hybrid_w4a16_prefill_dequant=enable",
-    )
+    old = resolve("0.33", "--kernel-config.rdna_hybrid_w4a16_prefill_dequant=enable")
     assert old.exit_code == 2
     assert "exists in vLLM 0.34.0" in old.stderr
 
 
 def test_mori_all2all_only_in_034() -> None:
-    assert (
-        run(
-            "resolve",
-            "--device",
-            "mi355x",
-            "--vllm-version",
-            "0.34",
-            "--all2all-backend",
-            "mori",
-            "--format",
-            "json",
-        ).exit_code
-        == 0
-    )
-    assert (
-        run(
-            "resolve",
-            "--device",
-            "mi355x",
-            "--vllm-version",
-            "0.33",
-            "--all2all-backend",
-            "mori",
-            "--format",
-            "json",
-        ).exit_code
-        == 2
-    )
+    assert resolve("0.34", "--all2all-backend", "mori", device="mi355x").exit_code == 0
+    assert resolve("0.33", "--all2all-backend", "mori", device="mi355x").exit_code == 2
 
 
 def test_compile_factors_only_where_vllm_has_it() -> None:
