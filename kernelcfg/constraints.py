@@ -342,7 +342,10 @@ def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | Non
             ), unknowns
     wanted_a2a = rule.get("all2all")
     if wanted_a2a and ctx.all2all_backend not in wanted_a2a:
-        return f"'{value}' needs --all2all-backend {' or '.join(wanted_a2a)}", unknowns
+        needed = f"--all2all-backend {' or '.join(wanted_a2a)}"
+        if not rule.get("all2all_model_path"):
+            return f"'{value}' needs {needed}", unknowns
+        unknowns.append(f"{needed} (the model's own code path checks it, not the MoE oracle)")
     if not rule.get("no_env"):
         for name, wanted in rule.get("env", {}).items():
             if not _env_on(ctx.env, name, wanted):
@@ -376,6 +379,9 @@ def _field_rules(field_name: str) -> dict[str, Any]:
 
 def _no_effect(field_name: str, value: str, ctx: Context) -> Verdict | None:
     table = _field_rules(field_name)
+    unread = table.get("unread_on", {}).get(ctx.target.kind)
+    if unread is not None:
+        return Verdict(field_name, value, "no-effect", f"'{value}' has no effect: {unread}")
     users = table.get("architectures")
     if not users or ctx.architectures is None:
         return None
@@ -456,127 +462,166 @@ def _check(field_name: str, value: str, ctx: Context, schemes: Sequence[str] | N
             f"kernelcfg has no constraint data for '{value}'",
             unknowns=("the value's requirements",),
         )
-    rule = _merged(raw, ctx.version)
-    source = rule.get("source", "")
     muted = _no_effect(field_name, value, ctx)
     if muted is not None:
         return muted
-    linear = field_name in ("linear_backend", "linear_backend_per_quant")
-    served: list[str] | None = rule.get("schemes")
-    if schemes is not None:
-        candidates = list(schemes)
-    elif ctx.scheme is not None:
-        candidates = [ctx.scheme]
-    elif ctx.possible is not None:
-        candidates = list(ctx.possible)
-    else:
-        candidates = list(served) if served else [""]
-    unknowns: list[str] = []
-    quant_unknown = (
-        f"the model's quantisation ('{value}' serves {', '.join(served or ())}; "
-        "give --quant-scheme or --quantization)"
-    )
-    if schemes is None and ctx.scheme is None and ctx.possible is None and served:
-        unknowns.append(quant_unknown)
+    walk = _Walk(field_name, value, ctx, _merged(raw, ctx.version), schemes)
+    walk.run()
+    return walk.verdict()
 
-    runs: list[str] = []
-    failures: list[tuple[str, _Outcome]] = []
-    fallback: list[str] = []
-    for scheme in candidates:
+
+@dataclass
+class _Walk:
+    """One value judged scheme by scheme: which schemes run, fail or fall back."""
+
+    field: str
+    value: str
+    ctx: Context
+    rule: dict[str, Any]
+    narrowed: Sequence[str] | None
+    """Schemes a ``linear_backend_per_quant`` key narrows to, if any."""
+    runs: list[str] = dataclasses.field(default_factory=list)
+    failures: list[tuple[str, _Outcome]] = dataclasses.field(default_factory=list)
+    fallback: list[str] = dataclasses.field(default_factory=list)
+    unknowns: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def linear(self) -> bool:
+        return self.field in ("linear_backend", "linear_backend_per_quant")
+
+    @property
+    def served(self) -> list[str] | None:
+        found: list[str] | None = self.rule.get("schemes")
+        return found
+
+    @property
+    def scheme_certain(self) -> bool:
+        return self.narrowed is not None or self.ctx.scheme is not None
+
+    @property
+    def quant_unknown(self) -> str:
+        return (
+            f"the model's quantisation ('{self.value}' serves {', '.join(self.served or ())}; "
+            "give --quant-scheme or --quantization)"
+        )
+
+    def candidates(self) -> list[str]:
+        """The schemes to try: the one given, those a method may mean, or every one the
+        value serves."""
+        if self.narrowed is not None:
+            return list(self.narrowed)
+        if self.ctx.scheme is not None:
+            return [self.ctx.scheme]
+        if self.ctx.possible is not None:
+            return list(self.ctx.possible)
+        return list(self.served) if self.served else [""]
+
+    @property
+    def others_fall_back(self) -> bool:
+        """A linear value is read per layer type and ignored for the types it has no
+        kernel for: with the scheme unknown, a model of such a type still starts (an
+        unquantized one, say)."""
+        served = self.served
+        return (
+            self.linear
+            and not self.scheme_certain
+            and self.ctx.possible is None
+            and served is not None
+            and any(s not in served for s in SCHEMES)
+        )
+
+    def run(self) -> None:
+        candidates = self.candidates()
+        if not self.scheme_certain and self.ctx.possible is None and self.served:
+            self.unknowns.append(self.quant_unknown)
+        for scheme in candidates:
+            self._one(scheme, single=len(candidates) == 1)
+        self.unknowns = list(dict.fromkeys(self.unknowns))
+
+    def _one(self, scheme: str, *, single: bool) -> None:
+        value, served = self.value, self.served
         if served is not None and scheme and scheme not in served:
-            failures.append(
-                (
-                    scheme,
-                    _Outcome(
-                        False,
-                        f"'{value}' serves {', '.join(served)}; not {scheme}",
-                        platform=linear,
-                    ),
-                )
-            )
-            continue
-        merged = _scheme_rule(rule, scheme, ctx.version) if scheme else rule
+            reason = f"'{value}' serves {', '.join(served)}; not {scheme}"
+            self.failures.append((scheme, _Outcome(False, reason, platform=self.linear)))
+            return
+        merged = _scheme_rule(self.rule, scheme, self.ctx.version) if scheme else self.rule
         if merged.get("absent"):
-            failures.append(
-                (
-                    scheme,
-                    _Outcome(
-                        False,
-                        f"'{value}' has no {scheme} kernel in vLLM {ctx.version}",
-                        platform=linear,
-                    ),
-                )
-            )
-            continue
+            reason = f"'{value}' has no {scheme} kernel in vLLM {self.ctx.version}"
+            self.failures.append((scheme, _Outcome(False, reason, platform=self.linear)))
+            return
         if merged.get("fallback"):
-            fallback.append(scheme)
-            continue
+            self.fallback.append(scheme)
+            return
         if merged.get("refused"):
-            failures.append((scheme, _Outcome(False, f"'{value}' is refused for {scheme} layers")))
-            continue
-        outcome = _device(merged, value, ctx.target)
-        if outcome.unknown:
-            unknowns.append(outcome.unknown)
-        if not outcome.ok:
-            failures.append((scheme, outcome))
-            continue
-        failed, extra = _extra(merged if len(candidates) == 1 else rule, value, ctx)
-        if failed:
-            failures.append((scheme, _Outcome(False, failed)))
-            continue
-        unknowns.extend(extra)
-        runs.append(scheme)
-    unknowns = list(dict.fromkeys(unknowns))
-    quantisation_only = schemes is None and ctx.scheme is None and set(unknowns) <= {quant_unknown}
-    if not runs and not fallback:
-        reason = _why_not(value, served, failures)
-        if linear and all(o.platform for _, o in failures):
-            return Verdict(
-                field_name,
-                value,
-                "falls-back",
-                f"{reason}: vLLM warns and chooses automatically",
-                source=source,
+            self.failures.append(
+                (scheme, _Outcome(False, f"'{value}' is refused for {scheme} layers"))
             )
-        return Verdict(field_name, value, "cannot-run", reason, source=source)
-    if failures:
-        names = ", ".join(s for s in runs + fallback if s)
-        not_for = " or ".join(s for s, _ in failures if s)
-        failed = _why_not(value, served, failures)
+            return
+        outcome = _device(merged, value, self.ctx.target)
+        if outcome.unknown:
+            self.unknowns.append(outcome.unknown)
+        if not outcome.ok:
+            self.failures.append((scheme, outcome))
+            return
+        failed, extra = _extra(merged if single else self.rule, value, self.ctx)
+        if failed:
+            self.failures.append((scheme, _Outcome(False, failed)))
+            return
+        self.unknowns.extend(extra)
+        self.runs.append(scheme)
+
+    def _make(self, status: Status, reason: str, *, soft: bool = False) -> Verdict:
+        quantisation_only = (
+            soft and not self.scheme_certain and set(self.unknowns) <= {self.quant_unknown}
+        )
         return Verdict(
-            field_name,
-            value,
-            "depends",
-            f"runs for {names or 'some layers'}; not for {not_for}: {failed}",
-            tuple(unknowns),
-            source,
+            self.field,
+            self.value,
+            status,
+            reason,
+            tuple(self.unknowns) if soft else (),
+            self.rule.get("source", ""),
             quantisation_only,
         )
-    if unknowns:
-        return Verdict(
-            field_name,
-            value,
-            "depends",
-            f"'{value}' fits {_target_label(ctx.target)}; it still needs " + "; ".join(unknowns),
-            tuple(unknowns),
-            source,
-            quantisation_only,
-        )
-    if fallback and not runs:
-        return Verdict(
-            field_name,
-            value,
-            "falls-back",
-            f"'{value}' is ignored for {', '.join(fallback)} layers; vLLM chooses automatically",
-            source=source,
-        )
-    return Verdict(
-        field_name,
-        value,
-        "runs",
-        f"'{value}' fits {_target_label(ctx.target)}",
-        source=source,
-    )
+
+    def verdict(self) -> Verdict:
+        value, served, failures = self.value, self.served, self.failures
+        if not self.runs and not self.fallback:
+            reason = _why_not(value, served, failures)
+            if self.linear and all(o.platform for _, o in failures):
+                return self._make("falls-back", f"{reason}: vLLM warns and chooses automatically")
+            if self.others_fall_back or (
+                self.linear and not self.scheme_certain and any(o.platform for _, o in failures)
+            ):
+                return self._make(
+                    "falls-back",
+                    f"{reason}; for other layer types vLLM ignores '{value}' and chooses "
+                    "automatically",
+                )
+            return self._make("cannot-run", reason)
+        if failures:
+            names = ", ".join(s for s in self.runs + self.fallback if s)
+            not_for = " or ".join(s for s, _ in failures if s)
+            failed = _why_not(value, served, failures)
+            return self._make(
+                "depends",
+                f"runs for {names or 'some layers'}; not for {not_for}: {failed}",
+                soft=True,
+            )
+        if self.unknowns and self.runs:
+            return self._make(
+                "depends",
+                f"'{value}' fits {_target_label(self.ctx.target)}; it still needs "
+                + "; ".join(self.unknowns),
+                soft=True,
+            )
+        if self.fallback and not self.runs:
+            return self._make(
+                "falls-back",
+                f"'{value}' is ignored for {', '.join(self.fallback)} layers; "
+                "vLLM chooses automatically",
+            )
+        return self._make("runs", f"'{value}' fits {_target_label(self.ctx.target)}")
 
 
 def matrix(ctx: Context, choices: Mapping[str, Sequence[str]]) -> list[Verdict]:
