@@ -137,7 +137,7 @@ def torch_imported() -> bool:
 
 
 def _lines(count: int, seed: int = 7) -> list[str]:
-    from kernelcfg import releases
+    from kernelcfg.vllm import releases
 
     release = releases.load(None)
     rng = random.Random(seed)

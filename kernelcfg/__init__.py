@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 from kernelcfg._version import __version__
 
 if TYPE_CHECKING:
-    from kernelcfg.api import ReleaseAPI, for_version
-    from kernelcfg.config import IrOpPriorityBase, KernelConfigBase
-    from kernelcfg.context import Compilation, ResolutionContext
-    from kernelcfg.errors import ArgumentError, EngineError, KernelcfgError
-    from kernelcfg.inputs import Inputs
-    from kernelcfg.pipeline import Failure, Request, resolve_args
-    from kernelcfg.platforms import PRESETS, Target, detect, resolve_target
-    from kernelcfg.problems import Problem
-    from kernelcfg.resolution import Resolution, resolve
+    from kernelcfg.base.errors import ArgumentError, EngineError, KernelcfgError
+    from kernelcfg.base.problems import Problem
+    from kernelcfg.commands.pipeline import Failure, Request, resolve_args
+    from kernelcfg.engine.resolution import Resolution, resolve
+    from kernelcfg.targets.presets import PRESETS, Target, detect, resolve_target
+    from kernelcfg.vllm.api import ReleaseAPI, for_version
+    from kernelcfg.vllm.config import IrOpPriorityBase, KernelConfigBase
+    from kernelcfg.vllm.context import Compilation, ResolutionContext
+    from kernelcfg.vllm.inputs import Inputs
 
     KernelConfig: type[KernelConfigBase]
     IrOpPriorityConfig: type[IrOpPriorityBase]
@@ -52,24 +52,24 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ReleaseAPI": "kernelcfg.api",
-    "for_version": "kernelcfg.api",
-    "Compilation": "kernelcfg.context",
-    "ResolutionContext": "kernelcfg.context",
-    "ArgumentError": "kernelcfg.errors",
-    "EngineError": "kernelcfg.errors",
-    "KernelcfgError": "kernelcfg.errors",
-    "Inputs": "kernelcfg.inputs",
-    "Failure": "kernelcfg.pipeline",
-    "Request": "kernelcfg.pipeline",
-    "resolve_args": "kernelcfg.pipeline",
-    "PRESETS": "kernelcfg.platforms",
-    "Target": "kernelcfg.platforms",
-    "detect": "kernelcfg.platforms",
-    "resolve_target": "kernelcfg.platforms",
-    "Problem": "kernelcfg.problems",
-    "Resolution": "kernelcfg.resolution",
-    "resolve": "kernelcfg.resolution",
+    "ReleaseAPI": "kernelcfg.vllm.api",
+    "for_version": "kernelcfg.vllm.api",
+    "Compilation": "kernelcfg.vllm.context",
+    "ResolutionContext": "kernelcfg.vllm.context",
+    "ArgumentError": "kernelcfg.base.errors",
+    "EngineError": "kernelcfg.base.errors",
+    "KernelcfgError": "kernelcfg.base.errors",
+    "Inputs": "kernelcfg.vllm.inputs",
+    "Failure": "kernelcfg.commands.pipeline",
+    "Request": "kernelcfg.commands.pipeline",
+    "resolve_args": "kernelcfg.commands.pipeline",
+    "PRESETS": "kernelcfg.targets.presets",
+    "Target": "kernelcfg.targets.presets",
+    "detect": "kernelcfg.targets.presets",
+    "resolve_target": "kernelcfg.targets.presets",
+    "Problem": "kernelcfg.base.problems",
+    "Resolution": "kernelcfg.engine.resolution",
+    "resolve": "kernelcfg.engine.resolution",
 }
 _NEWEST = (
     "KernelConfig",
@@ -85,7 +85,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _NEWEST:
-        from kernelcfg.api import for_version
+        from kernelcfg.vllm.api import for_version
 
         return getattr(for_version(None), name)
     raise AttributeError(f"module 'kernelcfg' has no attribute {name!r}")

@@ -12,7 +12,7 @@ Usage::
     pip download --no-deps -d /tmp/w vllm==0.33.0
     python scripts/release_data.py /tmp/w/vllm-0.33.0-*.whl
     python scripts/release_data.py /tmp/w/vllm-0.34.0-*.whl --rules-from \\
-        kernelcfg/releases/vllm-0.33.0.json
+        kernelcfg/vllm/releases/vllm-0.33.0.json
     python scripts/release_data.py WHEEL --check   # exit 1 when the file would change
 """
 
@@ -174,7 +174,7 @@ def _hash_ignored(cls: ast.ClassDef) -> tuple[list[str], list[str]]:
 
 
 def _hash_scheme(cls: ast.ClassDef) -> str:
-    """How the release hashes its kernel config (kernelcfg.hashing.SCHEMES):
+    """How the release hashes its kernel config (kernelcfg.vllm.hashing.SCHEMES):
 
     - ``compute_hash`` (0.29.0-0.33.0): ``KernelConfig.compute_hash()`` digests the
       fields with ``ir_op_priority`` replaced by the hex sub-hash of

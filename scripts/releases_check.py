@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kernelcfg import releases  # noqa: E402
+from kernelcfg.vllm import releases  # noqa: E402
 
 
 def _wheel(version: str, folder: Path) -> Path:

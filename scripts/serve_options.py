@@ -3,7 +3,7 @@
 ``scripts/serve_parser/dump.py``, run inside a throwaway virtual environment that has
 that vLLM release installed (``scripts/serve_parser/venv.sh``), writes every detail of
 the parser ``vllm serve`` builds. This script keeps what kernelcfg's parser needs and
-writes ``kernelcfg/releases/serve-X.Y.Z.json``:
+writes ``kernelcfg/vllm/releases/serve-X.Y.Z.json``:
 
 - ``options``: per action, in the parser's order (the order sets argparse's ambiguity
   lists): every option string, the strings argparse names in messages, ``dest``, the

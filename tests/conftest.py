@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernelcfg import releases
+from kernelcfg.vllm import releases
 
 GOLDEN = Path(__file__).parent / "golden"
 

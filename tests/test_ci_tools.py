@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
-from kernelcfg import releases
-from kernelcfg.schema import config_file_schema, kernel_config_schema
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.schema import config_file_schema, kernel_config_schema
 
 from .cli_helpers import run
 from .conftest import golden, golden_versions

@@ -415,9 +415,10 @@ def test_duplicate_keys_warn_as_vllm_does() -> None:
 
 
 def test_api_kernel_config_refusal_matches_the_flag() -> None:
-    from kernelcfg import releases, resolution
-    from kernelcfg.inputs import Inputs
-    from kernelcfg.platforms import resolve_target
+    from kernelcfg.engine import resolution
+    from kernelcfg.targets.presets import resolve_target
+    from kernelcfg.vllm import releases
+    from kernelcfg.vllm.inputs import Inputs
 
     release = releases.load(releases.known_versions()[-1])
     bad = {"moe_backend": "tritn"}

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kernelcfg import constraints, releases
-from kernelcfg.platforms import PRESETS
+from kernelcfg.checks import constraints
+from kernelcfg.targets.presets import PRESETS
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.quantization import schemes_of_quantization
 
 from .cli_helpers import run
 
@@ -153,7 +155,7 @@ def test_only_what_fails_for_every_scheme_is_an_error() -> None:
     assert constraints.check("moe_backend", "flashinfer_cutlass", ctx).status == "depends"
     assert constraints.check("moe_backend", "flashinfer_trtllm", ctx).status == "cannot-run"
     fp8 = constraints.Context(
-        PRESETS["b200"], RELEASE.version, None, possible=constraints.schemes_of_quantization("fp8")
+        PRESETS["b200"], RELEASE.version, None, possible=schemes_of_quantization("fp8")
     )
     assert constraints.check("moe_backend", "flashinfer_b12x", fp8).status == "cannot-run"
     assert constraints.check("moe_backend", "flashinfer_cutlass", fp8).status == "depends"

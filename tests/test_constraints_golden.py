@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.constraints import Context, check
-from kernelcfg.platforms import PRESETS, Target
+from kernelcfg.checks.constraints import Context, check
+from kernelcfg.targets.presets import PRESETS, Target
 
 from .conftest import golden
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernelcfg import detection
+from kernelcfg.targets import detection
 
 from .cli_helpers import run
 
@@ -93,12 +93,12 @@ def test_find_takes_the_first_answer() -> None:
 
 
 def test_no_target_is_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelcfg import platforms
+    from kernelcfg.targets import presets
 
     monkeypatch.delenv("KERNELCFG_DEVICE", raising=False)
     monkeypatch.delenv("KERNELCFG_PLATFORM", raising=False)
     monkeypatch.setattr(detection, "find", lambda: "NVML sees no NVIDIA GPU")
-    platforms.detect.cache_clear()
+    presets.detect.cache_clear()
     try:
         result = run("resolve", "--moe-backend", "flashinfer_trtllm", "--format", "json")
         data = result.json()
@@ -107,4 +107,4 @@ def test_no_target_is_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "KERNELCFG_DEVICE" in result.stderr
         assert "(no GPU detected and no --device given)" in data["problems"][0]["message"]
     finally:
-        platforms.detect.cache_clear()
+        presets.detect.cache_clear()

@@ -135,7 +135,7 @@ def test_batch(lines: list[bytes]) -> None:
     body = b"\n".join(line.replace(b"\n", b" ").replace(b"\r", b" ") for line in lines) + b"\n"
     _, out, _ = invoke("resolve", "--batch", "-", "--format", "json", stdin=body)
     raw_lines = body.removeprefix(b"\xef\xbb\xbf").split(b"\n")[:-1]  # a BOM is not content
-    expected = [n for n, raw in enumerate(raw_lines, 1) if raw.strip()]
+    expected = [n for n, raw in enumerate(raw_lines, 1) if raw.strip(b" \t\r\n")]  # JSON blanks
     got = [strict_json(line) for line in out.splitlines()]
     assert len(got) == len(expected)
     for line, number in zip(got, expected, strict=True):

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from kernelcfg import for_version
-from kernelcfg.errors import UnknownProviderError
+from kernelcfg.base.errors import UnknownProviderError
 
 from .conftest import golden, golden_versions
 

@@ -8,10 +8,11 @@ import pytest
 from pydantic import ValidationError
 
 from kernelcfg import for_version
-from kernelcfg.context import Compilation, ResolutionContext
-from kernelcfg.errors import KernelcfgError
-from kernelcfg.platforms import Target, default_ir_op_priority
-from kernelcfg.rules import RuleError
+from kernelcfg.base.errors import KernelcfgError
+from kernelcfg.targets.presets import Target
+from kernelcfg.vllm.context import Compilation, ResolutionContext
+from kernelcfg.vllm.defaults import default_ir_op_priority
+from kernelcfg.vllm.rules import RuleError
 
 from .conftest import PLATFORM_KIND, enum_name, golden, golden_versions
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from kernelcfg import for_version, hashing
+from kernelcfg import for_version
+from kernelcfg.vllm import hashing
 
 from .conftest import golden_versions
 

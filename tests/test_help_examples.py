@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelcfg import constraints, releases
+from kernelcfg.checks import constraints
 from kernelcfg.cli import app
+from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 

@@ -10,10 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kernelcfg import for_version  # noqa: E402
-from kernelcfg.errors import UnknownProviderError  # noqa: E402
-from kernelcfg.ir import registry  # noqa: E402
-from kernelcfg.ir.native import fused_add_rms_norm, gelu_and_mul_sparse, rms_norm  # noqa: E402
-from kernelcfg.platforms import PRESETS  # noqa: E402
+from kernelcfg.base.errors import UnknownProviderError  # noqa: E402
+from kernelcfg.targets.presets import PRESETS  # noqa: E402
+from kernelcfg.vllm.ir import registry  # noqa: E402
+from kernelcfg.vllm.ir.native import fused_add_rms_norm, gelu_and_mul_sparse, rms_norm  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.torch
 @pytest.fixture(autouse=True)
 def _fresh_registries() -> None:
     """Each test starts with no dispatch priority set anywhere."""
-    from kernelcfg.ir import ops
+    from kernelcfg.vllm.ir import ops
 
     ops._REGISTRIES.clear()
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kernelcfg import releases
-from kernelcfg.lint_env import _history, lint
+from kernelcfg.checks.lint_env import _history, lint
+from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 
@@ -147,7 +147,7 @@ def test_plain_env_files_read_as_dotenv_reads_them() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from kernelcfg.lint_env import _plain_env
+    from kernelcfg.checks.lint_env import _plain_env
 
     keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
     values = st.from_regex(r"[A-Za-z0-9_.,:/=+-]{0,12}", fullmatch=True)

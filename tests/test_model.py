@@ -9,8 +9,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from kernelcfg import for_version, releases
-from kernelcfg.errors import UnknownVersionError
+from kernelcfg import for_version
+from kernelcfg.base.errors import UnknownVersionError
+from kernelcfg.vllm import releases
 
 ALL = releases.known_versions()
 
@@ -80,7 +81,7 @@ def test_with_default_fills_missing_ops() -> None:
 
 def test_public_names_survive_submodule_imports() -> None:
     import kernelcfg
-    import kernelcfg.resolution
+    import kernelcfg.engine.resolution
 
     assert callable(kernelcfg.resolve)
     assert callable(kernelcfg.resolve_args)

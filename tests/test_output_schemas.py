@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kernelcfg.output_schemas import OUTPUTS
+from kernelcfg.output.schemas import OUTPUTS
 
 from .cli_helpers import run
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelcfg.errors import ArgumentError
-from kernelcfg.platforms import PRESETS, Target, detect, resolve_target
+from kernelcfg.base.errors import ArgumentError
+from kernelcfg.targets.presets import PRESETS, Target, detect, resolve_target
 
 REQUIRED = [
     "h100",

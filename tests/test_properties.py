@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kernelcfg import for_version, releases, render, values
-from kernelcfg.pipeline import batch
+from kernelcfg import for_version
+from kernelcfg.commands.pipeline import batch
+from kernelcfg.output import render
+from kernelcfg.vllm import releases, validation
 
 from .cli_helpers import run
 
@@ -80,11 +82,11 @@ def test_plain_validation_agrees_with_pydantic(given_values: dict[str, Any]) -> 
         expected = API.KernelConfig(**given_values).values()
     except (ValidationError, TypeError) as exc:
         try:
-            values.validate_kernel(RELEASE, given_values)
+            validation.validate_kernel(RELEASE, given_values)
         except type(exc):
             return
         raise AssertionError(f"plain path accepted what pydantic refuses: {given_values}") from None
-    assert values.validate_kernel(RELEASE, given_values) == expected
+    assert validation.validate_kernel(RELEASE, given_values) == expected
 
 
 TOKENS = [

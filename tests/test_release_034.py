@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelcfg import for_version, hashing, releases
+from kernelcfg import for_version
+from kernelcfg.vllm import hashing, releases
 
 from .cli_helpers import Run, run
 from .conftest import golden

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelcfg import config, hashing, lint_env, platforms, releases, serve_parser
+from kernelcfg.checks import lint_env
+from kernelcfg.flags import serve_parser
+from kernelcfg.targets import presets
+from kernelcfg.vllm import config, defaults, hashing, releases
 
 from .cli_helpers import run
 
@@ -33,13 +36,15 @@ def _without_ir(data: dict) -> dict:  # type: ignore[type-arg]
 
 def _clear_caches() -> None:
     for fn in (
-        releases.load,
+        releases._load,
         releases.known_versions,
         releases._kernel_fields,
         config.config_classes,
         lint_env._known_elsewhere,
         hashing._ir_hash,
-        platforms._from_flags,
+        defaults._defaults,
+        releases.catalogue,
+        presets._from_flags,
         serve_parser.options,
     ):
         fn.cache_clear()

@@ -416,7 +416,7 @@ def test_framework_errors_are_one_line() -> None:
 
 def test_a_bug_exits_70_with_its_traceback() -> None:
     code = (
-        "import sys, kernelcfg.pipeline as p, kernelcfg.cli as c\n"
+        "import sys, kernelcfg.commands.pipeline as p, kernelcfg.cli as c\n"
         "def boom(*a, **k): raise ZeroDivisionError('planted')\n"
         "p.resolve_args = boom\n"
         "sys.argv = ['kernelcfg', 'resolve', '--device', 'h100']\n"

@@ -15,9 +15,10 @@ from typing import Any, NoReturn
 
 import pytest
 
-from kernelcfg import argv, releases, serve_parser
-from kernelcfg.errors import ArgumentError
-from kernelcfg.pipeline import Failure, Request, resolve_args
+from kernelcfg.base.errors import ArgumentError
+from kernelcfg.commands.pipeline import Failure, Request, resolve_args
+from kernelcfg.flags import argv, serve_parser
+from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernelcfg import render
-from kernelcfg.pipeline import Failure, Request, batch, resolve_args
+from kernelcfg.commands.pipeline import Failure, Request, batch, resolve_args
+from kernelcfg.output import render
 
 from .conftest import GOLDEN
 

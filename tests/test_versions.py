@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kernelcfg import releases
-from kernelcfg.cli import _complete_flags
+from kernelcfg.cli.common import complete_flags
+from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 
@@ -65,7 +65,7 @@ def test_release_from_environment(clean_env: object) -> None:
 
 
 def test_completion_offers_backend_names() -> None:
-    assert "flashinfer_trtllm" in _complete_flags(None, ["--moe-backend"], "flash")  # type: ignore[arg-type]
-    assert "passthrough" not in _complete_flags(None, ["--all2all-backend"], "")  # type: ignore[arg-type]
-    assert "--moe-backend" in _complete_flags(None, [], "--moe")  # type: ignore[arg-type]
-    json.dumps(_complete_flags(None, ["--linear-backend"], ""))  # type: ignore[arg-type]
+    assert "flashinfer_trtllm" in complete_flags(None, ["--moe-backend"], "flash")  # type: ignore[arg-type]
+    assert "passthrough" not in complete_flags(None, ["--all2all-backend"], "")  # type: ignore[arg-type]
+    assert "--moe-backend" in complete_flags(None, [], "--moe")  # type: ignore[arg-type]
+    json.dumps(complete_flags(None, ["--linear-backend"], ""))  # type: ignore[arg-type]

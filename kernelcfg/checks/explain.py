@@ -1,0 +1,142 @@
+"""``kernelcfg explain FIELD[=VALUE]``: what a field or value means, release by release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.checks import constraints
+from kernelcfg.vllm import releases
+
+__all__ = ["explain"]
+
+_FLAGS = {
+    "moe_backend": "--moe-backend",
+    "linear_backend": "--linear-backend",
+    "sparse_indexer_topk_backend": "--sparse-indexer-topk-backend",
+}
+_EXAMPLE_DEVICES = ("h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "a100", "cpu")
+_DEFAULT_VALUE = {
+    "moe_backend": "flashinfer_trtllm",
+    "linear_backend": "cutlass",
+    "sparse_indexer_topk_backend": "flashinfer",
+}
+
+
+def _example(name: str, value: str, version: str) -> str | None:
+    """A command that resolves ``name=value`` where it runs (a preset and a scheme
+    where the catalogue says it runs), so the example itself exits 0."""
+    from kernelcfg.targets.presets import PRESETS
+
+    rule = constraints.describe(name, value)
+    schemes = [None, *rule.get("schemes", [])]
+    ep = rule.get("expert_parallel") == "required"
+    fallback = None
+    for device in _EXAMPLE_DEVICES:
+        for scheme in schemes:
+            ctx = constraints.Context(PRESETS[device], version, scheme, expert_parallel=ep)
+            status = constraints.check(name, value, ctx).status
+            if status not in ("runs", "depends"):
+                continue
+            command = f"kernelcfg resolve --device {device} {_FLAGS[name]} {value}"
+            command += (f" --quant-scheme {scheme}" if scheme else "") + (
+                " --enable-expert-parallel" if ep else ""
+            )
+            if status == "runs":
+                return command
+            fallback = fallback or command
+    return fallback
+
+
+def _span(versions: list[str]) -> str:
+    known = list(releases.known_versions())
+    if not versions:
+        return "no release kernelcfg knows"
+    first, last = versions[0], versions[-1]
+    if last == known[-1]:
+        return f"since vLLM {first}" if first != known[0] else f"vLLM {first} and later"
+    return f"vLLM {first} to {last}"
+
+
+def explain(text: str) -> dict[str, Any]:
+    """Everything kernelcfg knows about a field (``moe_backend``) or a value of it."""
+    name, _, value = text.partition("=")
+    name = name.strip().lstrip("-").replace("-", "_")
+    all_fields = list(
+        dict.fromkeys(
+            f.name for v in releases.known_versions() for f in releases.load(v).kernel_fields
+        )
+    )
+    if name not in all_fields:
+        hint = closest(name, all_fields)
+        raise ArgumentError(
+            f"unknown field {name!r}; fields: {', '.join(all_fields)}"
+            + (f" (did you mean {hint!r}?)" if hint else ""),
+            field=name,
+        )
+    newest = releases.load(None)
+    having = releases.versions_where(lambda r: name in r.field_facts)
+    facts = releases.load(having[-1]).field_facts[name]
+    out: dict[str, Any] = {
+        "field": name,
+        "doc": facts.doc,
+        "releases": _span(having),
+        "default": facts.default,
+        "hashed": {v: name not in releases.load(v).hash_ignored for v in having},
+        "flag": f"--{name.replace('_', '-')}"
+        if name in constraints.FIELDS
+        else f"--kernel-config.{name}",
+    }
+    if facts.choices is not None:
+        kind = facts.choices
+        everything = dict.fromkeys(c for v in having for c in releases.load(v).choices(kind))
+
+        def offering(choice: str) -> list[str]:
+            return releases.versions_where(lambda r: choice in r.choices(kind))
+
+        out["choices"] = {c: _span(offering(c)) for c in everything}
+    if not value:
+        if name in _FLAGS:
+            found = _example(name, _DEFAULT_VALUE[name], newest.version)
+            if found:
+                out["example"] = found
+        return out
+    value = value.strip()
+    if facts.choices is None or value not in out["choices"]:
+        allowed = list(out.get("choices", {}))
+        hint = closest(value, allowed) if allowed else None
+        raise ArgumentError(
+            f"{name} has no value {value!r}; values: {', '.join(allowed) or '(not a choice field)'}"
+            + (f" (did you mean {hint!r}?)" if hint else ""),
+            field=name,
+        )
+    rule = constraints.describe(name, value)
+    out["value"] = value
+    out["value_releases"] = out["choices"][value]
+    out["requirements"] = {
+        key: rule[key]
+        for key in (
+            "platforms",
+            "cap",
+            "gfx",
+            "schemes",
+            "per_scheme",
+            "expert_parallel",
+            "architectures",
+            "env",
+            "env_off",
+            "all2all",
+            "needs",
+            "ships",
+            "note",
+            "versions",
+        )
+        if key in rule
+    }
+    out["when_unmet"] = constraints.when_unmet(name)
+    out["source"] = rule.get("source", "")
+    if name in _FLAGS:
+        found = _example(name, value, releases.load(None).version)
+        if found:
+            out["example"] = found
+    return out

@@ -1,0 +1,222 @@
+"""What each environment variable means for a deployment on a chosen vLLM release.
+
+vLLM only warns about ``VLLM_*`` variables it does not know (or fails with
+``--fail-on-environ-validation``); lint-env says, per variable: a typo or a variable
+this release does not have, a removed variable and the flag that replaced it, or what
+a variable that steers kernel resolution changes here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kernelcfg.base.bounded import read_text, shown
+from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.defaults import env_flag
+from kernelcfg.vllm.rules import environment_problems
+
+__all__ = ["Finding", "lint", "read_env_file"]
+
+_HISTORY = releases.data_path("env-history.json")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one variable means."""
+
+    variable: str
+    """The variable's name."""
+    value: str
+    """Its value."""
+    severity: str
+    """``error`` (vLLM refuses to start), ``warning`` (vLLM ignores it, or it is
+    redundant) or ``info`` (it changes something)."""
+    code: str
+    """``unknown-variable``, ``removed-variable``, ``changes-resolution`` or ``steers-kernels``."""
+    message: str
+    """One line: what it is and what to do."""
+    use_instead: tuple[str, ...] = ()
+    """The flags that replace a removed variable, when the value says which."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (a problem, plus the variable and its replacement)."""
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "field": self.variable,
+            "message": self.message,
+            "value": self.value,
+            "use_instead": list(self.use_instead),
+        }
+
+
+@cache
+def _history() -> dict[str, Any]:
+    with _HISTORY.open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+_PLAIN_LINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^'\"\\#\s$`]*")
+
+
+def _plain_env(text: str) -> dict[str, str] | None:
+    """A file of bare ``KEY=value`` lines (and ``#`` comments) read directly, as dotenv
+    would read it; ``None`` when any line needs dotenv's parser (quotes, ``export``,
+    spaces, ``$``). dotenv's parser costs about 15 µs a line (``make bench``)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if not _PLAIN_LINE.fullmatch(line):
+            return None
+        key, _, value = line.partition("=")
+        out[key] = value
+    return out
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines as shells and ``.env`` tools read them (python-dotenv's
+    parser: ``export``, quotes, comments; ``${VAR}`` left as written)."""
+    import io
+
+    from dotenv.parser import parse_stream
+
+    text = read_text(path, "--env-file")
+    plain = _plain_env(text)
+    if plain is not None:
+        return plain
+    out: dict[str, str] = {}
+    for binding in parse_stream(io.StringIO(text)):
+        where = f"--env-file {path}:{binding.original.line}"
+        if binding.error:
+            raise ArgumentError(
+                f"{where}: expected KEY=VALUE, got {shown(binding.original.string.strip())}",
+                field="env_file",
+            )
+        if binding.key is None:  # a blank line or a comment
+            continue
+        if binding.value is None:
+            raise ArgumentError(f"{where}: {binding.key!r} has no value; expected KEY=VALUE")
+        out[binding.key] = binding.value
+    return out
+
+
+def _replacement(spec: dict[str, Any], value: str, environ: Mapping[str, str]) -> tuple[str, ...]:
+    by_value = spec.get("by_value", {})
+    if value in by_value:
+        return tuple(by_value[value])
+    if "same_value" in spec and value:
+        return (spec["same_value"], value)
+    if "on" in spec and value.strip().lower() in ("1", "true"):
+        chooser = spec.get("on_with_backend")
+        if chooser and environ.get(chooser) in _history()["removed"][chooser]["by_value"]:
+            return tuple(_history()["removed"][chooser]["by_value"][environ[chooser]])
+        return tuple(spec["on"])
+    return ()
+
+
+def _removed(
+    name: str, value: str, spec: dict[str, Any], environ: Mapping[str, str], version: str
+) -> Finding:
+    flags = _replacement(spec, value, environ)
+    if flags:
+        advice = f"use {' '.join(flags)} instead"
+        if spec.get("on_note"):
+            advice += f" ({spec['on_note']})"
+    elif value.strip() in spec.get("no_equivalent", ()):
+        advice = f"{spec.get('flag', 'nothing')} has no equivalent of {value!r}; drop it"
+    elif value.strip().lower() in ("0", "false") and spec.get("off_note"):
+        advice = spec["off_note"]
+    elif spec.get("flag"):
+        advice = f"use {spec['flag']} instead"
+    elif spec.get("variable"):
+        advice = f"use {spec['variable']} instead"
+    else:
+        advice = "nothing replaces it"
+    if spec.get("note"):
+        advice += f"; {spec['note']}"
+    return Finding(
+        name,
+        value,
+        "warning",
+        "removed-variable",
+        f"{name} ({spec['meaning']}) was removed in vLLM {spec['removed_in']}; vLLM "
+        f"{version} ignores it (it only logs 'Unknown vLLM environment variable'): {advice}",
+        flags,
+    )
+
+
+@cache
+def _known_elsewhere() -> dict[str, tuple[str, ...]]:
+    """Every variable any known release has, with the releases that have it."""
+    found: dict[str, list[str]] = {}
+    for version in releases.known_versions():
+        for name in releases.load(version).envs:
+            found.setdefault(name, []).append(version)
+    return {name: tuple(versions) for name, versions in found.items()}
+
+
+_SUGGESTIONS = 50
+"""Closest-name suggestions are worked out for this many unknown variables, no more."""
+
+
+def _unknown(name: str, value: str, release: releases.Release, *, suggest: bool) -> Finding:
+    # Every name shares "VLLM_", which inflates similarity: suggest only close ones.
+    hint = closest(name, release.envs, cutoff=0.8) if suggest else None
+    elsewhere = _known_elsewhere().get(name, ())
+    message = f"{name} is not a variable vLLM {release.version} knows; it is ignored"
+    if elsewhere:
+        message += f" (vLLM {', '.join(elsewhere)} has it)"
+    if hint:
+        message += f"; did you mean {hint!r}?"
+    return Finding(name, value, "warning", "unknown-variable", message)
+
+
+def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
+    """Findings for the kernel-relevant variables of ``environ`` under ``release``."""
+    history = _history()
+    resolution: dict[str, str] = history["resolution"]
+    refused = {p.field: p for p in environment_problems(release, environ)}
+    findings: list[Finding] = []
+    unknown = 0
+    for name in sorted(environ):
+        value = environ[name]
+        if name in refused:
+            problem = refused[name]
+            findings.append(Finding(name, value, problem.severity, problem.code, problem.message))
+        elif name in resolution and (name in release.envs or not name.startswith("VLLM_")):
+            effect = resolution[name]
+            if name in release.rules.get("env_flags", {}):
+                state = "on" if env_flag(release, name, environ) else "off"
+                effect = f"reads as {state}; {effect}"
+            findings.append(
+                Finding(name, value, "info", "changes-resolution", f"{name}={value}: {effect}")
+            )
+        elif not name.startswith("VLLM_"):
+            continue
+        elif name in release.envs:
+            if name in history["steering"]:
+                findings.append(
+                    Finding(
+                        name,
+                        value,
+                        "info",
+                        "steers-kernels",
+                        f"{name}={value}: {history['steering'][name]}",
+                    )
+                )
+        elif name in history["removed"]:
+            findings.append(
+                _removed(name, value, history["removed"][name], environ, release.version)
+            )
+        else:
+            unknown += 1
+            findings.append(_unknown(name, value, release, suggest=unknown <= _SUGGESTIONS))
+    return findings

@@ -1,0 +1,27 @@
+"""The ``kernelcfg`` command: parse, call the library, render, exit. Nothing more.
+
+Only this package prints and exits. stdout carries only the requested format;
+problems go to stderr, one line each. One module per command; ``common`` holds what
+they share; ``app`` the Typer app and the entry point.
+"""
+
+from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
+    backends,
+    diff,
+    explain,
+    lint_env,
+    resolve,
+    scan,
+    schema,
+    versions,
+)
+from kernelcfg.cli.app import app, main
+
+__all__ = ["COMMANDS", "app", "main"]
+
+COMMANDS = ("resolve", "versions", "diff", "scan", "lint-env", "backends", "explain", "schema")
+"""The commands, in the order ``kernelcfg --help`` lists them."""
+
+app.registered_commands.sort(
+    key=lambda c: COMMANDS.index(c.name or c.callback.__name__ if c.callback else "")
+)

@@ -1,0 +1,113 @@
+"""The ``kernelcfg`` application: the Typer app, ``--version``, and the entry point.
+
+Only this module prints and exits. stdout carries only the requested format;
+problems go to stderr, one line each.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from kernelcfg._version import __version__
+from kernelcfg.cli.common import silence_stdout
+
+app = typer.Typer(
+    name="kernelcfg",
+    pretty_exceptions_enable=False,
+    help=(
+        "Tell what vLLM will do with its kernel flags, before a GPU is booked.\n\n"
+        "kernelcfg reads vLLM's kernel flags (--moe-backend, --linear-backend, "
+        "--kernel-config, -O, -cc, ...) exactly as a chosen vLLM release reads them, "
+        "resolves them for a chosen GPU, and prints the resolved configuration with its "
+        "compile-cache hash -- the digest vLLM itself computes."
+    ),
+    no_args_is_help=True,
+    add_completion=True,
+    # No -h: vLLM flags such as -cc.cudagraph_mode hold an "h", and click reads
+    # unknown single-dash words as clusters of short options.
+    context_settings={"help_option_names": ["--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from kernelcfg.vllm import releases
+
+        typer.echo(
+            f"kernelcfg {__version__} (vLLM releases: {', '.join(releases.known_versions())})"
+        )
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """kernelcfg: vLLM kernel flags, resolved before a GPU is booked."""
+    del version  # handled by its eager callback
+    _guard_streams()
+
+
+def _guard_streams() -> None:
+    """Output never crashes: undecodable text is escaped, a closed stream is a null one."""
+    import os
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+        elif hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def main() -> None:
+    """Console-script entry point: exit 0, 1 or 2 as documented; 70 for a kernelcfg bug."""
+    import traceback
+
+    from kernelcfg.base.problems import EXIT_BUG
+
+    _guard_streams()
+    try:
+        code = app(standalone_mode=False)
+    except SystemExit:
+        raise
+    except typer.Abort:
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        silence_stdout()
+        raise SystemExit(0) from None
+    except Exception as exc:
+        if _usage_error(exc):
+            # The CLI framework's own refusals (click's UsageError), one line like the rest.
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "kernelcfg"
+            message = bounded_line(exc.format_message())  # type: ignore[attr-defined]
+            sys.stderr.write(f"error: {message} (see {where} --help)\n")
+            raise SystemExit(2) from None
+        traceback.print_exc()  # a bug, never bad input: show it, and exit apart from 0/1/2
+        sys.stderr.write(
+            "kernelcfg hit a bug (exit 70); please report it with the command line above\n"
+        )
+        raise SystemExit(EXIT_BUG) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Exception) -> bool:
+    """Whether ``exc`` is the CLI framework's usage error (click's ``UsageError``, which
+    Typer vendors and does not export)."""
+    return getattr(exc, "exit_code", None) == 2 and callable(getattr(exc, "format_message", None))
+
+
+def bounded_line(text: str) -> str:
+    """A framework message on one line."""
+    from kernelcfg.base.bounded import one_line
+
+    return one_line(" ".join(text.split()))

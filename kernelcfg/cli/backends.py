@@ -1,0 +1,109 @@
+"""``kernelcfg backends``: every backend value judged on one target."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import ReportFormat, refuse, write_json, write_report
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg backends --device b200 --quantization fp8\n\n"
+        "  kernelcfg backends --device mi355x --quant-scheme mxfp4 --env VLLM_ROCM_USE_AITER=1\n\n"
+        "  kernelcfg backends --device rtx-pro-6000 --vllm-version 0.32 --format json"
+    ),
+)
+def backends(
+    flags: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The target and context: --device, --platform, --capability, --gfx-arch, "
+            "--vllm-version, --quant-scheme, --quantization, --architecture, --env, -ep.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
+        ReportFormat.table
+    ),
+) -> None:
+    """Every backend value and whether it can run on the target: runs, cannot run, depends.
+
+    The matrix CI users ask for: each value of --moe-backend, --linear-backend and
+    --sparse-indexer-topk-backend with its verdict and the reason, for the release and
+    target given. Without a quantisation scheme, only what fails for every scheme is
+    "cannot run".
+    """
+
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.checks import constraints
+    from kernelcfg.commands import pipeline
+    from kernelcfg.engine.resolution import check_context
+
+    try:
+        release, target, inputs = pipeline.prepare(list(flags or []))
+    except KernelcfgError as exc:
+        raise refuse(exc.message, exc.exit_code) from None
+    ctx = check_context(target, release.version, inputs)
+    scheme = ctx.scheme
+    choices = {name: release.choices(name) for name in constraints.FIELDS}
+    verdicts = constraints.matrix(ctx, choices)
+    if fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+        from kernelcfg.output.reports import Entry
+
+        entries = [
+            Entry(
+                f"{v.field}={v.value}",
+                1 if v.status == "cannot-run" else 0,
+                [p.as_dict()] if (p := v.problem()) is not None else [],
+            )
+            for v in verdicts
+        ]
+        write_report(fmt, entries)
+        return
+    if fmt is ReportFormat.json:
+        data = {
+            "vllm_version": release.version,
+            "platform": target.as_dict(),
+            "quant_scheme": scheme,
+            "backends": [v.as_dict() for v in verdicts],
+        }
+        write_json(data)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelcfg.output.render import fold
+
+    marks = {
+        "runs": "runs",
+        "cannot-run": "cannot run",
+        "falls-back": "ignored (auto)",
+        "depends": "depends",
+        "no-effect": "no effect",
+    }
+    styles = {
+        "runs": "green",
+        "cannot-run": "red",
+        "falls-back": "yellow",
+        "depends": "yellow",
+        "no-effect": "dim",
+    }
+    title = f"vLLM {release.version} on {target.device}"
+    if scheme:
+        title += f", {scheme}"
+    elif ctx.possible:
+        title += f", --quantization {inputs.quantization} ({' or '.join(ctx.possible)})"
+    console = Console()
+    console.print(title, style="bold")
+    for field_name in dict.fromkeys(v.field for v in verdicts):
+        table = fold(Table("value", "verdict", "reason", title=f"--{field_name.replace('_', '-')}"))
+        for v in verdicts:
+            if v.field == field_name:
+                table.add_row(v.value, marks[v.status], v.reason, style=styles[v.status])
+        console.print(table)

@@ -1,0 +1,185 @@
+"""What every command shares: option types, the exit policy, JSON and report writers,
+problem lines on stderr."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Any, TypeVar
+
+import typer
+
+
+class FailOn(StrEnum):
+    """What makes ``resolve`` exit 1."""
+
+    error = "error"
+    warning = "warning"
+    never = "never"
+
+
+def exit_code(result: Any, fail_on: FailOn) -> int:
+    """The exit code under the run's policy: 2 and 70 always stand; 1 as ``fail_on``."""
+    from kernelcfg.output import render
+
+    code = render.exit_code_of(result, strict=fail_on is FailOn.warning)
+    return 0 if code == 1 and fail_on is FailOn.never else code
+
+
+class Format(StrEnum):
+    """Output formats of ``resolve``."""
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    env = "env"
+    args = "args"
+    github = "github"
+    junit = "junit"
+    sarif = "sarif"
+
+
+def write_report(fmt: str, entries: list[Any]) -> None:
+    """Print a CI report (github, junit or sarif) of ``entries``."""
+    from kernelcfg.output import reports
+
+    sys.stdout.write(
+        {"github": reports.github, "junit": reports.junit, "sarif": reports.sarif}[fmt](entries)
+    )
+
+
+TABLE_ROWS = 1000
+"""A people-facing table shows at most this many rows; the machine formats show all."""
+
+
+def cell(text: str, limit: int = 300) -> Any:
+    """User-controlled text for a rich table: no markup, one line, cut to ``limit``."""
+    from rich.text import Text
+
+    from kernelcfg.base.bounded import one_line
+
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(text):,} characters)"
+    return Text(one_line(text))
+
+
+def write_json(data: dict[str, Any]) -> None:
+    """A command's JSON output: one envelope for every command, ``format_version`` first
+    (the same version as ``resolve``'s; the shapes are in ``kernelcfg schema --of``)."""
+    import json
+
+    from kernelcfg.output.render import FORMAT_VERSION
+
+    envelope = {"format_version": FORMAT_VERSION, **data}
+    sys.stdout.write(json.dumps(envelope, indent=2, allow_nan=False) + "\n")
+
+
+def refuse(message: str, code: int) -> typer.Exit:
+    """Write ``error: MESSAGE`` to stderr; return the exit to raise."""
+    sys.stderr.write(f"error: {message}\n")
+    return typer.Exit(code)
+
+
+KERNEL_FLAG_CHOICES = {
+    "--moe-backend": "moe_backend",
+    "--linear-backend": "linear_backend",
+    "--sparse-indexer-topk-backend": "sparse_indexer_topk_backend",
+    "--all2all-backend": "all2all_backend",
+}
+
+
+def complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """Complete backend names after a backend flag, and the flag names themselves."""
+    del ctx
+    from kernelcfg.vllm import releases
+
+    release = releases.load(None)
+    previous = args[-1] if args else ""
+    if previous in KERNEL_FLAG_CHOICES:
+        values = release.choices(KERNEL_FLAG_CHOICES[previous])
+        passthrough = release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
+        return [v for v in values if v.startswith(incomplete) and v != passthrough]
+    flags = [
+        *KERNEL_FLAG_CHOICES,
+        "--kernel-config",
+        "--ir-op-priority",
+        "--monokernel",
+        "--enable-flashinfer-autotune",
+        "--enforce-eager",
+        "--compilation-config",
+        "--optimization-level",
+        "--enable-lora",
+        "--enable-expert-parallel",
+        "--tensor-parallel-size",
+        "--data-parallel-size",
+        "--hf-config-path",
+        "--config",
+    ]
+    return [f for f in flags if f.startswith(incomplete)]
+
+
+def note_fallback(result: Any) -> bool:
+    """Say once, on stderr, that no target was given and none was found."""
+    target = getattr(result, "target", None)
+    if target is None or target.source != "fallback":
+        return False
+    sys.stderr.write(
+        "note: no --device given and no GPU detected here"
+        + (f" ({target.note})" if target.note else "")
+        + "; resolving for the CPU platform. Give --device PRESET (or set KERNELCFG_DEVICE)\n"
+    )
+    return True
+
+
+def print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
+    if quiet:
+        return
+    for problem in problems:
+        if problem["severity"] == "info":
+            continue
+        sys.stderr.write(f"{problem['severity']}: {problem['message']}\n")
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def choice_of(kind: type[_E], flag: str, value: str) -> _E:
+    """An option value given after ``--``, checked as Typer checks it before ``--``."""
+    try:
+        return kind(value)
+    except ValueError:
+        from kernelcfg.base.errors import closest
+
+        allowed = [str(f.value) for f in kind]
+        hint = closest(value, allowed)
+        raise refuse(
+            f"{flag}: invalid value {value!r}; allowed: {', '.join(allowed)}"
+            + (f" (did you mean {hint!r}?)" if hint else ""),
+            2,
+        ) from None
+
+
+class ListFormat(StrEnum):
+    """Output formats of the listing commands."""
+
+    table = "table"
+    json = "json"
+
+
+class ReportFormat(StrEnum):
+    """Output formats of the checking commands."""
+
+    table = "table"
+    json = "json"
+    github = "github"
+    junit = "junit"
+    sarif = "sarif"
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush cannot fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

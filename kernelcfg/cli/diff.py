@@ -1,0 +1,111 @@
+"""``kernelcfg diff``: two resolves compared, field by field."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import ListFormat, refuse, write_json
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg diff --a '--moe-backend triton' --b '--moe-backend cutlass' --device h100\n\n"
+        "  kernelcfg diff yesterday.json today.json\n\n"
+        "  kernelcfg diff --a '--vllm-version 0.32' --b '--vllm-version 0.33' --device b200\n\n"
+        "Exit codes (as kubectl diff): 0 same hash, 1 different hash, 2 unusable input."
+    ),
+)
+def diff(
+    sides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Two saved `resolve --format json` files (or YAML --config files), and/or "
+            "context flags (--device, --vllm-version, --env ...) that apply to both sides.",
+            show_default=False,
+        ),
+    ] = None,
+    a: Annotated[
+        str | None, typer.Option("--a", help="Side A: flags, a .yaml, or a .json.")
+    ] = None,
+    b: Annotated[
+        str | None, typer.Option("--b", help="Side B: flags, a .yaml, or a .json.")
+    ] = None,
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """Why two kernel configurations have different compile-cache hashes.
+
+    Names each hash factor that differs (field, A value, B value), the IR-op lists and
+    provider files behind a differing IR sub-hash, and, apart, the fields that differ
+    but are not hashed -- they cannot explain a cache miss.
+    """
+
+    from kernelcfg.base.bounded import file_problem, one_line
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.commands import diff as diff_mod
+
+    rest = list(sides or [])
+    files = [x for x in rest if x.endswith((".json", ".yaml", ".yml")) and file_problem(x) is None]
+    common = [x for x in rest if x not in files]
+    if a is None and b is None and len(files) == 2:
+        a, b = files
+    elif files:
+        common += ["--config", files[0]] if len(files) == 1 else files
+    if a is None or b is None:
+        raise refuse("give both sides: --a and --b, or two files", 2)
+    try:
+        data = diff_mod.compare(diff_mod.load_side(a, common), diff_mod.load_side(b, common))
+    except KernelcfgError as exc:
+        raise refuse(exc.message, 2) from None
+    code = 0 if data["same_hash"] else 1
+    if fmt is ListFormat.json:
+        write_json(data)
+        raise typer.Exit(code)
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console()
+    for side in ("a", "b"):
+        label = one_line(f"{data[side]['label']}, vLLM {data[side]['vllm_version']}")
+        console.print(Text(f"{side.upper()} {data[side]['hash']}  ({label})"))
+    console.print(Text(one_line(data["summary"])))
+    if data["hashed_differences"]:
+        console.print(
+            _differences("hashed field", "hash factors that differ", data["hashed_differences"])
+        )
+    for row in data["ir_op_priority_lists"]:
+        console.print(f"IR {row['op']}: A {row['a']}  B {row['b']}")
+    for row in data["ir_provider_files"]:
+        console.print(
+            f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases"
+        )
+    if data["not_hashed_differences"]:
+        console.print(
+            _differences(
+                "field (not hashed)",
+                "differ, but cannot explain a cache miss",
+                data["not_hashed_differences"],
+            )
+        )
+    raise typer.Exit(code)
+
+
+def _differences(header: str, title: str, rows: list[dict[str, Any]]) -> Any:
+    """A ``diff`` table: field, A, B (values as JSON; user text kept on one line)."""
+    import json
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from kernelcfg.base.bounded import one_line
+    from kernelcfg.output.render import fold
+
+    table = fold(Table(header, "A", "B", title=title))
+    for row in rows:
+        cells = (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
+        table.add_row(*(Text(one_line(str(x))) for x in cells))
+    return table

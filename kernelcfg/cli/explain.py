@@ -1,0 +1,63 @@
+"""``kernelcfg explain``: what a field means, per release, and what a value needs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import ListFormat, refuse, write_json
+
+
+@app.command()
+def explain(
+    what: Annotated[
+        str, typer.Argument(help="FIELD or FIELD=VALUE, e.g. moe_backend=flashinfer_trtllm.")
+    ],
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """What a kernel-config field or value means, in which releases, and what it needs.
+
+    Like `kubectl explain`: the field's meaning, its choices release by release, whether
+    it is part of the compile-cache hash, and for a value its requirements (platform,
+    GPU, quantisation, expert parallelism, environment), what vLLM does when they are
+    not met, where in vLLM the rule lives, and an example.
+    """
+    import json
+
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.checks import explain as explain_mod
+
+    try:
+        data = explain_mod.explain(what)
+    except KernelcfgError as exc:
+        raise refuse(exc.message, exc.exit_code) from None
+    if fmt is ListFormat.json:
+        write_json(data)
+        return
+    lines = [f"FIELD: {data['field']}  ({data['releases']}; flag {data['flag']})", ""]
+    lines.append(f"  {data['doc']}")
+    lines.append(f"  default: {json.dumps(data['default'])}")
+    hashed = sorted({str(v) for v in data["hashed"].values()})
+    lines.append(
+        "  part of the compile-cache hash: "
+        + (
+            hashed[0]
+            if len(hashed) == 1
+            else ", ".join(f"{k}: {v}" for k, v in data["hashed"].items())
+        )
+    )
+    if "value" in data:
+        lines += ["", f"VALUE: {data['value']}  ({data['value_releases']})"]
+        for key, value in data["requirements"].items():
+            lines.append(f"  {key}: {json.dumps(value) if not isinstance(value, str) else value}")
+        lines.append(f"  when unmet: {data['when_unmet']}")
+        lines.append(f"  source: vllm/{data['source']}")
+    elif "choices" in data:
+        lines += ["", "CHOICES:"]
+        lines += [f"  {c}  ({span})" for c, span in data["choices"].items()]
+    if "example" in data:
+        lines += ["", f"EXAMPLE: {data['example']}"]
+    sys.stdout.write("\n".join(lines) + "\n")

@@ -1,0 +1,75 @@
+"""``kernelcfg lint-env``: what an environment file says to vLLM."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import TABLE_ROWS, ReportFormat, cell, refuse, write_json, write_report
+
+
+def _finding_code(finding: Any) -> int:
+    """A lint-env finding's exit code: 1 when vLLM would ignore or refuse the variable."""
+    return 1 if finding.severity in ("error", "warning") else 0
+
+
+@app.command("lint-env")
+def lint_env(
+    env_file: Annotated[
+        str | None,
+        typer.Option("--env-file", help="Read KEY=VALUE lines from FILE instead of this shell."),
+    ] = None,
+    vllm_version: Annotated[
+        str | None,
+        typer.Option("--vllm-version", envvar="KERNELCFG_VLLM_VERSION", help="The release."),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
+        ReportFormat.table
+    ),
+) -> None:
+    """Check VLLM_* variables against a vLLM release: typos, removed ones and their flags.
+
+    Reports variables the release does not know (typos, removed ones), removed
+    variables that a flag replaced (VLLM_USE_FLASHINFER_MOE_FP8 -> --moe-backend ...),
+    and what the variables that steer kernel resolution change. Exit 1 when a variable
+    vLLM would ignore is set, 0 otherwise, 2 for unusable input.
+    """
+    import os
+
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.checks import lint_env as lint_mod
+    from kernelcfg.vllm import releases
+
+    try:
+        release = releases.load(vllm_version)
+        environ = lint_mod.read_env_file(env_file) if env_file else dict(os.environ)
+    except KernelcfgError as exc:
+        raise refuse(exc.message, 2) from None
+    findings = lint_mod.lint(environ, release)
+    code = max((_finding_code(f) for f in findings), default=0)
+    if fmt is ReportFormat.json:
+        data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
+        write_json(data)
+    elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+        from kernelcfg.output.reports import Entry
+
+        entries = [Entry(f.variable, _finding_code(f), [f.as_dict()], f.value) for f in findings]
+        write_report(fmt, entries)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        from kernelcfg.output.render import fold
+
+        table = fold(Table("variable", "value", "finding", title=f"vLLM {release.version}"))
+        for f in findings[:TABLE_ROWS]:
+            style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
+            table.add_row(cell(f.variable), cell(f.value), cell(f.message, 2000), style=style)
+        if len(findings) > TABLE_ROWS:
+            table.caption = (
+                f"the first {TABLE_ROWS:,} of {len(findings):,} findings; --format json has all"
+            )
+        Console().print(table if findings else "no kernel-relevant variables set")
+    raise typer.Exit(code)

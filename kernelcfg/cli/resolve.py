@@ -1,0 +1,400 @@
+"""``kernelcfg resolve``: one command line, a batch of them, or a matrix."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import (
+    FailOn,
+    Format,
+    choice_of,
+    complete_flags,
+    exit_code,
+    note_fallback,
+    print_problems,
+    refuse,
+    silence_stdout,
+    write_report,
+)
+
+_RESOLVE_HELP = """Resolve vLLM kernel flags for a release and a GPU; print the config
+and its hash.
+
+Flags are read exactly as `vllm serve` reads them: `--moe-backend X` or
+`=X`, `_` or `-` in names, unambiguous prefixes, dotted keys
+(`--kernel-config.moe_backend=x`, `--ir-op-priority.rms_norm=a,b`), JSON
+values, `--config FILE.yaml`, `-O0`..`-O3`, `-cc.KEY=VALUE`. A whole
+`vllm serve MODEL ...` line may follow `--`.
+
+The target and context, among the flags:
+
+  --device PRESET        h100, h200, b200, gb200, b300, rtx-pro-6000,
+                         dgx-spark, a100, l40s, mi300x, mi325x, mi355x,
+                         rx-7900-xtx, cpu, ...
+  --platform KIND        cuda, rocm, xpu, cpu or tpu
+  --capability X.Y       CUDA compute capability (9.0)
+  --gfx-arch gfxNNN      ROCm architecture (gfx942)
+  --vllm-version X       release to resolve for (0.34, 0.34.0, v0.34.0;
+                         or KERNELCFG_VLLM_VERSION); default the vLLM
+                         installed here, else the newest known
+  --architecture NAME    model architecture (repeatable)
+  --hf-config-path PATH  a local model folder or config.json
+  --env KEY=VALUE        a variable the engine would see (repeatable);
+                         this shell's VLLM_* and TORCH_COMPILE_DISABLE
+                         count too
+
+Without a target, kernelcfg uses KERNELCFG_DEVICE / KERNELCFG_PLATFORM,
+then this machine's GPU (NVML, the ROCm KFD topology, then torch), then
+cpu, and says so.
+
+After `--` (a pasted `vllm serve` line), kernelcfg's own options
+(--format, --fail-on, --strict, --quiet, --explain-sources and the target
+options above) still work, unless that release's `vllm serve` has an
+option of the very same name: then it is vLLM's.
+"""
+
+
+@app.command(
+    help=_RESOLVE_HELP,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg resolve --moe-backend flashinfer_trtllm --device b200 --format json\n\n"
+        "  kernelcfg resolve --device mi300x --env VLLM_ROCM_USE_AITER=1 -O3\n\n"
+        "  kernelcfg resolve --device h100 -- vllm serve ./my-model "
+        "--kernel-config.moe_backend=triton -tp 8\n\n"
+        "  kernelcfg resolve --batch matrix.jsonl --device b200 > results.jsonl\n\n"
+        "Exit codes: 0 valid; 1 vLLM would refuse it at engine start-up (or the target "
+        "cannot run it); 2 vLLM would refuse it while reading its arguments, or the input "
+        "cannot be read (files: regular, at most 16 MiB, UTF-8; JSON/YAML nested at most "
+        "64 levels); 70 a bug in kernelcfg."
+    ),
+)
+def resolve(
+    vllm_flags: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="vLLM flags and the target flags above, in any order.",
+            show_default=False,
+            autocompletion=complete_flags,
+        ),
+    ] = None,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            help="Output format (default table; with --batch, JSON lines). With --batch: "
+            "json, table (a summary), github, junit or sarif.",
+            show_default=False,
+        ),
+    ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            help="Resolve JSON lines from FILE (- for stdin): each an argv array or "
+            '{"id": ..., "argv": [...]}; the flags given here apply to every line.',
+        ),
+    ] = None,
+    matrix: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--matrix",
+            help="With --batch: resolve every line for each value, e.g. --matrix "
+            "device=h100,b200 --matrix vllm_version=0.33,0.34 (repeatable; keys: device, "
+            "platform, capability, gfx_arch, vllm_version, quant_scheme).",
+            show_default=False,
+        ),
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Treat warnings as errors (= --fail-on warning).")
+    ] = False,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="What makes the exit code 1: error (default), warning, or never (report "
+            "only). Notes never fail; unusable input is always 2.",
+        ),
+    ] = FailOn.error,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="Print nothing; only the exit code.")
+    ] = False,
+    explain_sources: Annotated[
+        bool,
+        typer.Option("--explain-sources", help="Add where each value came from to the output."),
+    ] = False,
+) -> None:
+    from kernelcfg.commands import pipeline
+    from kernelcfg.output import render
+
+    flags, late = _late_options(list(vllm_flags or []))
+    if "--format" in late:
+        fmt = choice_of(Format, "--format", late["--format"])
+    if "--fail-on" in late:
+        fail_on = choice_of(FailOn, "--fail-on", late["--fail-on"])
+    if strict or "--strict" in late:
+        fail_on = FailOn.warning
+    strict = fail_on is FailOn.warning
+    quiet = quiet or "--quiet" in late
+    explain_sources = explain_sources or "--explain-sources" in late
+    cells = _matrix(matrix or [])
+    if batch is not None:
+        raise typer.Exit(_run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet, cells=cells))
+    if cells:
+        raise refuse("--matrix expands --batch lines; give --batch FILE too", 2)
+    result = pipeline.resolve_args(flags)
+    fmt = fmt or Format.table
+    data = render.as_data(result, strict=strict, sources=explain_sources)
+    code = exit_code(result, fail_on)
+    # GitHub shows the annotations on stdout; the same lines on stderr would show twice.
+    print_problems(data["problems"], quiet or fmt is Format.github)
+    if not quiet:
+        note_fallback(result)
+    if quiet:
+        raise typer.Exit(code)
+    if fmt is Format.json:
+        sys.stdout.write(render.as_json(data) + "\n")
+    elif fmt is Format.yaml:
+        sys.stdout.write(render.as_yaml(data))
+    elif fmt is Format.env:
+        sys.stdout.write(render.as_env(data, exit_code=code))
+    elif fmt is Format.args:
+        import shlex
+
+        if isinstance(result, pipeline.Failure):
+            raise typer.Exit(code)
+        sys.stdout.write(shlex.join(render.as_args(result)) + "\n")
+    elif fmt in (Format.github, Format.junit, Format.sarif):
+        from kernelcfg.output.reports import Entry
+
+        write_report(fmt, [Entry("resolve", code, data["problems"], " ".join(flags))])
+    else:
+        from rich.console import Console
+
+        Console().print(render.table(result, strict=strict))
+    raise typer.Exit(code)
+
+
+_LATE_FLAGS = ("--strict", "--quiet", "--explain-sources")
+
+
+def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``resolve``'s own options typed after ``-- vllm serve …`` (a pasted line with
+    ``--format json`` appended), unless that release's ``vllm serve`` has the name."""
+    import os
+
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.flags import argv, serve_parser
+    from kernelcfg.vllm import releases
+
+    serve = argv.split_serve(flags)[1]
+    if not serve:
+        return flags, {}
+    try:
+        release = releases.choose(argv.split_version(flags), os.environ).release
+        theirs = serve_parser.options(release).strings
+    except KernelcfgError:
+        return flags, {}
+    late: dict[str, str] = {}
+    names = {n: n for n in ("--format", "--fail-on") if n not in theirs}
+    rest = argv.take_options(serve, names, late.__setitem__)
+    kept = []
+    for word in rest:
+        if word in _LATE_FLAGS and word not in theirs:
+            late[word] = ""
+        else:
+            kept.append(word)
+    return flags[: len(flags) - len(serve)] + kept, late
+
+
+_BATCH_REFUSED = (Format.yaml, Format.env, Format.args)
+
+
+def _open_batch(path: str) -> Any:
+    """The ``--batch`` input as a byte stream: stdin for ``-``, else a regular file."""
+    from kernelcfg.base import bounded
+
+    if path == "-":
+        if sys.stdin is None:
+            raise refuse("--batch -: standard input is closed", 2)
+        return sys.stdin.buffer
+    problem = bounded.file_problem(path)
+    if problem is not None:
+        hint = " (to read a pipe, use --batch - < PIPE)" if "pipe" in problem else ""
+        raise refuse(f"--batch: cannot read {bounded.shown(path)}: {problem}{hint}", 2)
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise refuse(
+            f"--batch: cannot read {bounded.shown(path)}: {exc.strerror or exc}", 2
+        ) from None
+
+
+class _Out:
+    """stdout for a stream of lines: written in small chunks, each chunk whole.
+
+    Ctrl-C during a write is held until the write is done, so the output ends on a
+    line boundary; a closed pipe (``| head``) ends the writing quietly.
+    """
+
+    def __init__(self, every: int) -> None:
+        self.pending: list[str] = []
+        self.every = every
+        self.closed = False
+        self.writing = False
+        self.interrupted = False
+
+    def add(self, line: str) -> None:
+        self.pending.append(line)
+        if len(self.pending) >= self.every:
+            self.flush()
+
+    def on_sigint(self, signum: int, frame: object) -> None:
+        del signum, frame
+        self.interrupted = True
+        if not self.writing:
+            raise KeyboardInterrupt
+
+    def flush(self) -> None:
+        if self.closed or not self.pending:
+            self.pending.clear()
+            return
+        self.writing = True
+        try:
+            _write_whole("\n".join(self.pending) + "\n")
+        except BrokenPipeError:
+            self.closed = True
+            silence_stdout()
+        finally:
+            self.writing = False
+            self.pending.clear()
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+
+def _write_whole(text: str) -> None:
+    """Write ``text`` to stdout completely, retrying short writes (a full pipe, a signal)."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream (tests)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    data = memoryview(text.encode("utf-8", "backslashreplace"))
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _matrix(axes: list[str]) -> list[dict[str, str]]:
+    """``--matrix KEY=A,B`` axes as their cells (every combination, in order)."""
+    import itertools
+
+    from kernelcfg.base.errors import closest
+    from kernelcfg.commands.pipeline import LINE_CONTEXT
+
+    keys = [k for k in LINE_CONTEXT if k != "env"]
+    named: list[tuple[str, list[str]]] = []
+    for axis in axes:
+        key, sep, values = axis.partition("=")
+        key = key.replace("-", "_")
+        if not sep or key not in keys or not values:
+            hint = closest(key, keys)
+            raise refuse(
+                f"--matrix: expected KEY=V1,V2 with KEY one of {', '.join(keys)}, got {axis!r}"
+                + (f" (did you mean {hint!r}?)" if hint and key not in keys else ""),
+                2,
+            )
+        named.append((key, [v for v in values.split(",") if v]))
+    return (
+        [
+            dict(zip([k for k, _ in named], combo, strict=True))
+            for combo in itertools.product(*(v for _, v in named))
+        ]
+        if named
+        else []
+    )
+
+
+def _run_batch(
+    path: str,
+    flags: list[str],
+    fmt: Format | None,
+    *,
+    fail_on: FailOn,
+    quiet: bool,
+    cells: list[dict[str, str]],
+) -> int:
+    """``--batch``: one JSON line per input line, written as they are known; or a report."""
+    import signal
+
+    from kernelcfg.base import bounded
+    from kernelcfg.commands import pipeline
+    from kernelcfg.output import render
+    from kernelcfg.output.reports import Entry
+
+    strict = fail_on is FailOn.warning
+    if fmt in _BATCH_REFUSED:
+        assert fmt is not None
+        raise refuse(
+            f"--format {fmt.value} describes one resolution; with --batch use json (one line "
+            "per input line), table (a summary) or github, junit, sarif",
+            2,
+        )
+    report = fmt in (Format.github, Format.junit, Format.sarif)
+    summary = fmt is Format.table
+    entries: list[Entry] = []
+    rows: list[dict[str, Any]] = []
+    out = _Out(1 if path == "-" else 256)
+    worst = 0
+    counts: dict[int, int] = {}
+    noted = quiet
+    stream = _open_batch(path)
+    previous = signal.signal(signal.SIGINT, out.on_sigint)
+    try:
+        with stream:
+            for line in pipeline.batch(bounded.lines(stream), flags, matrix=cells):
+                result = line.result
+                code = exit_code(result, fail_on)
+                worst = max(worst, code)
+                counts[code] = counts.get(code, 0) + 1
+                if isinstance(result, pipeline.Failure) and result.traceback:
+                    sys.stderr.write(result.traceback)
+                if not noted:
+                    noted = note_fallback(result)
+                if quiet or out.closed:
+                    continue
+                if report or summary:
+                    problems = render.as_data(result, strict=strict)["problems"]
+                    if report:
+                        entries.append(Entry(str(line.id), code, problems))
+                    else:
+                        rows.append(render.summary_row(result, line.id, code, strict=strict))
+                    continue
+                extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+                if cells:
+                    extra["matrix"] = line.cell
+                out.add(render.json_line(result, extra, strict=strict))
+        out.flush()
+        if not quiet:
+            tally = ", ".join(f"{n:,} exit {c}" for c, n in sorted(counts.items()))
+            sys.stderr.write(f"kernelcfg: {sum(counts.values()):,} results: {tally or 'none'}\n")
+    except KeyboardInterrupt:
+        out.pending.clear()
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if report and not quiet:
+        write_report(fmt.value if fmt else "github", entries)
+    if summary and not quiet:
+        from rich.console import Console
+
+        Console().print(render.summary_table(rows))
+    return worst

@@ -1,0 +1,103 @@
+"""``kernelcfg versions``: the vLLM releases kernelcfg knows, and the one it would use."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import ListFormat, refuse, write_json
+
+
+@app.command()
+def versions(
+    old: Annotated[
+        str | None, typer.Argument(help="A release, e.g. 0.32.", show_default=False)
+    ] = None,
+    new: Annotated[
+        str | None, typer.Argument(help="A later release, e.g. 0.34.", show_default=False)
+    ] = None,
+    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+) -> None:
+    """List the vLLM releases kernelcfg knows; with two, what changed between them.
+
+    Examples: `kernelcfg versions`, `kernelcfg versions 0.33 0.34 --format json`.
+    """
+
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.commands import versions as versions_mod
+
+    if (old is None) != (new is None):
+        raise refuse("give two releases to compare, or none to list them", 2)
+    try:
+        data: Any = versions_mod.compare(old, new) if old and new else versions_mod.summary()
+    except KernelcfgError as exc:
+        raise refuse(exc.message, exc.exit_code) from None
+    if fmt is ListFormat.json:
+        write_json(data if isinstance(data, dict) else {"releases": data})
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelcfg.output.render import fold
+
+    console = Console()
+    if isinstance(data, list):
+        table = fold(
+            Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all")
+        )
+        for row in data:
+            c = row["choices"]
+            table.add_row(
+                row["version"],
+                str(len(row["fields"])),
+                ", ".join(row["ir_ops"]),
+                str(c.get("MoEBackend", 0)),
+                str(c.get("LinearBackend", 0)),
+                str(c.get("SparseIndexerTopkBackend", "-")),
+                str(c.get("All2AllBackend", 0)),
+            )
+        console.print(table)
+        return
+    table = fold(Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}"))
+    if data["hash_scheme"]:
+        change = data["hash_scheme"]
+        table.add_row("hash", f"{change['old']} -> {change['new']}: {change['means']}")
+    for key in ("added", "removed"):
+        for name in data["fields"][key]:
+            table.add_row("field", f"{key} {name}")
+    for change in data["fields"]["changed"]:
+        table.add_row(
+            "field", f"{change['field']}: {change['what']} {change['old']!r} -> {change['new']!r}"
+        )
+    for name, diff in data["choices"].items():
+        for key in ("added", "removed"):
+            if diff[key]:
+                table.add_row(name, f"{key} {', '.join(diff[key])}")
+    for key in ("added", "removed"):
+        if data["hash_inputs"][key]:
+            table.add_row("hash input", f"{key} {', '.join(data['hash_inputs'][key])}")
+        if data["ir_ops"][key]:
+            table.add_row("IR op", f"{key} {', '.join(data['ir_ops'][key])}")
+    for op, diff in data["ir_providers"].items():
+        for key in ("added", "removed"):
+            if diff[key]:
+                table.add_row(f"IR {op}", f"provider {key} {', '.join(diff[key])}")
+        for change in diff["uuid_changed"]:
+            table.add_row(
+                f"IR {op}", f"{change['provider']}: {change['file']} changed (hash changes)"
+            )
+    for name, change in data["constants"].items():
+        table.add_row("constant", f"{name}: {change['old']} -> {change['new']}")
+    for name, change in data["functions"].items():
+        table.add_row("function", f"{name}: {change['old']} -> {change['new']}")
+    for kind in data["platform_ir_defaults_changed"]:
+        table.add_row("platform rule", f"IR-op defaults on {kind} changed")
+    env = data["environment"]
+    for key in ("added", "removed"):
+        if env[key]:
+            table.add_row("environment", f"{len(env[key])} variables {key}")
+    if env["refused"]:
+        table.add_row("environment", f"refused at start-up: {', '.join(env['refused'])}")
+    console.print(table)

@@ -1,0 +1,178 @@
+"""Why two configurations hash differently: the hash factors that differ, and the
+fields that differ but cannot explain a compile-cache miss.
+
+A side is a set of vLLM flags, a ``--config`` YAML file, or a saved
+``kernelcfg resolve --format json`` output. Context flags (target, release,
+environment) given to the command apply to both flag sides.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kernelcfg.base.bounded import loads_json, read_text, shown
+from kernelcfg.base.errors import ArgumentError
+from kernelcfg.commands.pipeline import Failure, resolve_args
+from kernelcfg.vllm import releases
+
+__all__ = ["Side", "compare", "load_side"]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One resolved configuration, as much of it as a diff needs."""
+
+    label: str
+    """What the user gave (flags, a file)."""
+    vllm_version: str
+    """The release it was resolved for."""
+    platform: dict[str, Any] | None
+    """The target."""
+    kernel_config: dict[str, Any]
+    """Every resolved field."""
+    hash: str
+    """The compile-cache hash."""
+    hash_factors: dict[str, Any]
+    """What was hashed."""
+
+
+_SAVED_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "vllm_version": str,
+    "kernel_config": dict,
+    "hash": str,
+    "hash_factors": dict,
+}
+
+
+def _from_saved(path: str) -> Side:
+    what = f"saved resolve {shown(path)}"
+    data = loads_json(read_text(path, "diff"), what)
+    if not isinstance(data, dict):
+        raise ArgumentError(f"{what} is not a `kernelcfg resolve --format json` output")
+    for key, kind in _SAVED_SHAPE.items():
+        if not isinstance(data.get(key), kind):
+            raise ArgumentError(
+                f"{what}: {key!r} is missing or not a {getattr(kind, '__name__', kind)}; "
+                "save it with `kernelcfg resolve --format json` (a line without a hash "
+                "cannot be compared)"
+            )
+    platform = data.get("platform")
+    return Side(
+        path,
+        data["vllm_version"],
+        platform if isinstance(platform, dict) else None,
+        data["kernel_config"],
+        data["hash"],
+        data["hash_factors"],
+    )
+
+
+def load_side(spec: str, common: Sequence[str] = ()) -> Side:
+    """Resolve one side: a saved JSON output, a YAML config file, or flags."""
+    if spec.endswith(".json") and not spec.startswith("-"):
+        return _from_saved(spec)
+    if spec.endswith((".yaml", ".yml")) and not spec.startswith("-"):
+        args = [*common, "--config", spec]
+    else:
+        try:
+            args = [*common, *shlex.split(spec)]
+        except ValueError as exc:
+            raise ArgumentError(f"{shown(spec)}: cannot split into flags ({exc})") from None
+    result = resolve_args(args)
+    if isinstance(result, Failure):
+        raise ArgumentError(f"{shown(spec)}: {result.problem.message}")
+    if result.hash is None or result.hash_factors is None or result.kernel_config is None:
+        reason = next((p.message for p in result.problems if p.severity == "error"), "")
+        raise ArgumentError(f"{shown(spec)} has no hash: {reason}")
+    return Side(
+        spec,
+        result.release.version,
+        result.target.as_dict(),
+        result.kernel_config,
+        result.hash,
+        result.hash_factors,
+    )
+
+
+def _ir_lists(config: dict[str, Any]) -> dict[str, list[str]]:
+    """The IR-op lists of a side (none where the release has no IR-op priority)."""
+    found = config.get("ir_op_priority")
+    if not isinstance(found, dict):
+        return {}
+    return {op: lst for op, lst in found.items() if isinstance(lst, list)}
+
+
+def _ir_detail(a: Side, b: Side) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """IR lists that differ, and providers whose implementation file differs."""
+    lists_a = _ir_lists(a.kernel_config)
+    lists_b = _ir_lists(b.kernel_config)
+    lists = [
+        {"op": op, "a": lists_a.get(op), "b": lists_b.get(op)}
+        for op in dict.fromkeys([*lists_a, *lists_b])
+        if lists_a.get(op) != lists_b.get(op)
+    ]
+    rel_a, rel_b = releases.load(a.vllm_version), releases.load(b.vllm_version)
+    files = []
+    for op in dict.fromkeys([*lists_a, *lists_b]):
+        for provider in dict.fromkeys([*(lists_a.get(op) or []), *(lists_b.get(op) or [])]):
+            pa, pb = rel_a.providers(op).get(provider), rel_b.providers(op).get(provider)
+            if pa and pb and pa["uuid"] != pb["uuid"]:
+                files.append(
+                    {
+                        "op": op,
+                        "provider": provider,
+                        "file": pb["file"],
+                        "a": pa["uuid"],
+                        "b": pb["uuid"],
+                    }
+                )
+    return lists, files
+
+
+def compare(a: Side, b: Side) -> dict[str, Any]:
+    """The difference between two sides, as data."""
+    hashed = [
+        {"field": key, "a": a.hash_factors.get(key), "b": b.hash_factors.get(key)}
+        for key in dict.fromkeys([*a.hash_factors, *b.hash_factors])
+        if a.hash_factors.get(key) != b.hash_factors.get(key)
+    ]
+    hashed_names = set(a.hash_factors) | set(b.hash_factors)
+    not_hashed = [
+        {"field": key, "a": a.kernel_config.get(key), "b": b.kernel_config.get(key)}
+        for key in dict.fromkeys([*a.kernel_config, *b.kernel_config])
+        if key not in hashed_names and a.kernel_config.get(key) != b.kernel_config.get(key)
+    ]
+    ir_lists, ir_files = _ir_detail(a, b)
+    same = a.hash == b.hash
+    if same:
+        why = "same compile-cache hash"
+    elif hashed:
+        why = "the hash differs because of: " + ", ".join(str(h["field"]) for h in hashed)
+    else:
+        why = "the hash differs"
+    return {
+        "same_hash": same,
+        "summary": why,
+        "a": {
+            "label": a.label,
+            "vllm_version": a.vllm_version,
+            "platform": a.platform,
+            "hash": a.hash,
+        },
+        "b": {
+            "label": b.label,
+            "vllm_version": b.vllm_version,
+            "platform": b.platform,
+            "hash": b.hash,
+        },
+        "hashed_differences": hashed,
+        "ir_op_priority_lists": ir_lists,
+        "ir_provider_files": ir_files,
+        "not_hashed_differences": not_hashed,
+        "note": (
+            "fields outside the hash cannot explain a compile-cache miss" if not_hashed else None
+        ),
+    }

@@ -1,0 +1,315 @@
+"""From a command line to a :class:`Resolution`: choose the release and the target,
+read the flags, resolve. Also the ``--batch`` loop, which returns data lines.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback as traceback_mod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelcfg.base.bounded import loads_json, one_line, reason
+from kernelcfg.base.errors import ArgumentError, KernelcfgError
+from kernelcfg.base.problems import EXIT_BUG, EXIT_USAGE, Problem
+from kernelcfg.engine.resolution import Resolution, resolve
+from kernelcfg.flags import argv as argv_mod
+from kernelcfg.targets.presets import Target, resolve_target
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.inputs import Inputs
+
+__all__ = [
+    "INPUT_ERRORS",
+    "LINE_CONTEXT",
+    "MAX_WORDS",
+    "MAX_WORD_BYTES",
+    "Failure",
+    "Line",
+    "Request",
+    "batch",
+    "context_args",
+    "engine_env",
+    "prepare",
+    "resolve_args",
+]
+
+ENV_PREFIXES = ("VLLM_",)
+ENV_NAMES = ("TORCH_COMPILE_DISABLE",)
+
+
+def engine_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of ``environ`` (default: this process's) that vLLM would read."""
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+
+
+@dataclass
+class Request:
+    """Context that applies to every resolution of a run (the CLI's own options)."""
+
+    vllm_version: str | None = None
+    """The release; default ``KERNELCFG_VLLM_VERSION``, else the newest."""
+    device: str | None = None
+    """A device preset."""
+    platform: str | None = None
+    """A platform kind."""
+    capability: str | None = None
+    """A CUDA compute capability."""
+    gfx_arch: str | None = None
+    """A ROCm gfx architecture."""
+    architectures: list[str] = field(default_factory=list)
+    """Model architectures (``--architecture``)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """``--env`` pairs; they win over the process's environment."""
+    environ: Mapping[str, str] | None = None
+    """The process environment to read (default: ``os.environ``)."""
+    _engine_env: dict[str, str] | None = field(default=None, repr=False)
+
+    @property
+    def process_environ(self) -> Mapping[str, str]:
+        """``environ``, or this process's environment when none was given."""
+        return os.environ if self.environ is None else self.environ
+
+    def engine_env(self) -> dict[str, str]:
+        """The engine-relevant variables of the environment, read once."""
+        if self._engine_env is None:
+            self._engine_env = engine_env(self.process_environ)
+        return dict(self._engine_env)
+
+
+@dataclass
+class Failure:
+    """A command line that could not be resolved at all (unusable input)."""
+
+    problem: Problem
+    """What was wrong."""
+    release: releases.Release | None = None
+    """The release, when it was known."""
+    target: Target | None = None
+    """The target, when it was known."""
+    traceback: str | None = None
+    """For a kernelcfg bug: the traceback, for the CLI to show."""
+
+
+def prepare(
+    args: Sequence[str], request: Request | None = None
+) -> tuple[releases.Release, Target, Inputs]:
+    """Choose the release and the target and read the flags; raises on unusable input."""
+    _check_size(args)
+    req = request or Request()
+    environ = req.process_environ
+    chosen = _release(args, req, environ)
+    release = chosen.release
+    env = req.engine_env()
+    env.update(req.env)
+    inputs, line = argv_mod.parse(args, release, env=env, context=argv_mod.ContextOptions())
+    inputs.env.update(line.env)
+    if line.quant_scheme:
+        inputs.quant_scheme = line.quant_scheme
+        inputs.sources["quant_scheme"] = "flag"
+    archs = line.architectures or req.architectures
+    if archs:
+        inputs.architectures = list(archs)
+        inputs.sources["architectures"] = "flag"
+    inputs.sources["vllm_version"] = chosen.source
+    named = any((line.device, line.platform, line.capability, line.gfx_arch))
+    return release, _target(line if named else req, environ), inputs
+
+
+MAX_WORDS = 10_000
+"""The most words one command line may hold (a real vllm serve line has < 200)."""
+MAX_WORD_BYTES = 1024 * 1024
+"""The longest word (1 MiB): a --kernel-config JSON is a few hundred bytes."""
+
+
+def _check_size(args: Sequence[str]) -> None:
+    if len(args) > MAX_WORDS:
+        raise ArgumentError(
+            f"{len(args):,} words on one line; kernelcfg reads at most {MAX_WORDS:,}"
+        )
+    for index, word in enumerate(args):
+        if len(word) > MAX_WORD_BYTES:
+            raise ArgumentError(
+                f"word {index + 1} is {len(word):,} characters long; kernelcfg reads words of at "
+                f"most {MAX_WORD_BYTES // 1024} KiB"
+            )
+
+
+def _release(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> releases.Chosen:
+    """The release a line asks for: its own flag, the run's, then as releases.choose."""
+    return releases.choose(argv_mod.split_version(args) or req.vllm_version, environ)
+
+
+def _target(
+    named: Request | argv_mod.ContextOptions,
+    environ: Mapping[str, str],
+    *,
+    allow_detection: bool = True,
+) -> Target:
+    """The target named by a request's or a line's target options."""
+    return resolve_target(
+        device=named.device,
+        kind=named.platform,
+        capability=named.capability,
+        gfx_arch=named.gfx_arch,
+        environ=environ,
+        allow_detection=allow_detection,
+    )
+
+
+INPUT_ERRORS = (OSError, UnicodeError, RecursionError, ValueError, OverflowError)
+"""What unusable input raises where it is read: each becomes exit 2, never a traceback."""
+
+
+def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
+    """Resolve one command line of vLLM flags under ``request``'s context."""
+    try:
+        release, target, inputs = prepare(args, request)
+    except KernelcfgError as exc:
+        return Failure(Problem.from_error(exc), *_known_context(args, request or Request()))
+    except INPUT_ERRORS as exc:
+        return Failure(_unusable(exc), *_known_context(args, request or Request()))
+    return resolve(inputs, target, release)
+
+
+def _unusable(exc: BaseException) -> Problem:
+    """The one-line problem for an OS, decoding or number error met reading input."""
+    return Problem(
+        "error", "unusable-input", None, f"unusable input: {reason(exc)[:300]}", EXIT_USAGE
+    )
+
+
+def _known_context(
+    args: Sequence[str], req: Request
+) -> tuple[releases.Release | None, Target | None]:
+    """The release and target of a line that could not be read, as far as they are known."""
+    environ = req.process_environ
+    try:
+        release = _release(args, req, environ).release
+    except KernelcfgError:
+        return None, None
+    try:
+        target = _target(req, environ, allow_detection=False)
+    except KernelcfgError:
+        return release, None
+    return release, (None if target.source == "fallback" else target)
+
+
+LINE_CONTEXT = {
+    "device": "--device",
+    "platform": "--platform",
+    "capability": "--capability",
+    "gfx_arch": "--gfx-arch",
+    "vllm_version": "--vllm-version",
+    "quant_scheme": "--quant-scheme",
+    "env": "--env",
+}
+"""The keys a batch line (or a ``--matrix`` axis) may set, and the option each stands for."""
+_LINE_KEYS = frozenset({"id", "argv", *LINE_CONTEXT})
+
+
+def _line_args(raw: str, number: int) -> tuple[Any, list[str]]:
+    """The id and argv of one batch line: an array, or ``{"id", "argv", ...context}``
+    (the context keys become options in front of ``argv``; any other key is refused)."""
+    value = loads_json(raw, f"line {number}")
+    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+        return None, value
+    if not (isinstance(value, dict) and isinstance(value.get("argv"), list)):
+        raise ArgumentError(
+            f'line {number}: a line must be a JSON array of strings or {{"id": ..., "argv": '
+            f"[...]}} (optional keys: {', '.join(LINE_CONTEXT)})"
+        )
+    unknown = sorted(set(value) - _LINE_KEYS)
+    if unknown:
+        from kernelcfg.base.errors import closest
+
+        hint = closest(unknown[0], sorted(_LINE_KEYS))
+        raise ArgumentError(
+            f"line {number}: unknown key {one_line(unknown[0])!r}; a line holds "
+            f"{', '.join(sorted(_LINE_KEYS))}" + (f" (did you mean {hint!r}?)" if hint else "")
+        )
+    argv = value["argv"]
+    if not all(isinstance(a, str) for a in argv):
+        raise ArgumentError(f"line {number}: argv must hold strings only")
+    return value.get("id"), [*context_args(value, f"line {number}"), *argv]
+
+
+def context_args(given: Mapping[str, Any], where: str) -> list[str]:
+    """``{"device": "b200", "env": {"K": "V"}}`` as ``--device b200 --env K=V``."""
+    out: list[str] = []
+    for key, option in LINE_CONTEXT.items():
+        if key not in given:
+            continue
+        value = given[key]
+        if key == "env" and isinstance(value, dict):
+            pairs = [f"{k}={v}" for k, v in value.items()]
+        elif key == "env" and isinstance(value, list):
+            pairs = list(value)
+        else:
+            pairs = [value]
+        for pair in pairs:
+            if not isinstance(pair, str):
+                raise ArgumentError(f"{where}: {key} must be a string, got {one_line(repr(pair))}")
+            out += [option, pair]
+    return out
+
+
+@dataclass(frozen=True)
+class Line:
+    """One ``--batch`` result: the line's id (or number), its number and its outcome."""
+
+    id: Any
+    """The line's ``id``, or its number when it has none."""
+    number: int
+    """Its line number in the file (1-based)."""
+    result: Resolution | Failure
+    """What it resolved to."""
+    cell: dict[str, str] = field(default_factory=dict)
+    """The ``--matrix`` cell it was resolved for (empty without a matrix)."""
+
+
+def batch(
+    lines: Iterable[str | KernelcfgError],
+    common: Sequence[str] = (),
+    request: Request | None = None,
+    matrix: Sequence[Mapping[str, str]] = (),
+) -> Iterator[Line]:
+    """Resolve each JSON line; yield one :class:`Line` per non-blank line (one per
+    ``matrix`` cell when given), in order.
+
+    ``common`` flags go in front of every line's own, so a line's flags win; a matrix
+    cell's context goes in front of both. A line that cannot be read (an error in
+    place of its text) or resolved gets its own :class:`Failure`; every other line is
+    unaffected. A bug shows as a ``Failure`` of code ``internal-error`` (exit 70)
+    carrying the traceback.
+    """
+    request = request or Request()
+    cells = [(dict(cell), [*context_args(cell, "--matrix"), *common]) for cell in matrix or [{}]]
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, KernelcfgError):
+            yield Line(number, number, Failure(Problem.from_error(raw)))
+            continue
+        if not raw.strip(" \t\r\n"):  # JSON whitespace only (RFC 8259)
+            continue
+        for cell, prefix in cells:
+            yield _one(raw, number, prefix, request, cell)
+
+
+def _one(raw: str, number: int, prefix: list[str], request: Request, cell: dict[str, str]) -> Line:
+    line_id: Any = number
+    try:
+        given_id, args = _line_args(raw, number)
+        if given_id is not None:
+            line_id = given_id
+        result = resolve_args(prefix + args, request)
+    except KernelcfgError as exc:
+        result = Failure(Problem.from_error(exc))
+    except INPUT_ERRORS as exc:
+        result = Failure(_unusable(exc))
+    except Exception as exc:  # a bug: this line reports it, the others go on
+        result = Failure(
+            Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),
+            traceback="".join(traceback_mod.format_exception(exc)),
+        )
+    return Line(line_id, number, result, cell)

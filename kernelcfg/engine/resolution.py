@@ -1,0 +1,396 @@
+"""Inputs to a resolved kernel configuration, in vLLM's start-up order. Pure.
+
+The steps follow ``EngineArgs.create_engine_config`` and ``VllmConfig.__post_init__``:
+build the kernel config (``--kernel-config``, then top-level overrides), the LoRA
+rule, the compilation mode, ``set_platform_defaults`` (the DeepSeek-V4 check, the
+passthrough binding, the platform's IR-op defaults), the optimisation-level table,
+the platform's later adjustments, and the hash. Each step's refusals become
+problems; what could be resolved is always returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kernelcfg.base.errors import KernelcfgError
+from kernelcfg.base.problems import Problem, exit_code
+from kernelcfg.targets.presets import Target
+from kernelcfg.vllm import hashing, rules
+from kernelcfg.vllm.context import Compilation, ResolutionContext
+from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
+from kernelcfg.vllm.ir import registry
+from kernelcfg.vllm.releases import Release
+
+if TYPE_CHECKING:
+    from kernelcfg.checks import constraints
+
+__all__ = ["Resolution", "check_context", "resolve"]
+
+_TOP_LEVEL_BACKENDS = ("moe_backend", "linear_backend", "sparse_indexer_topk_backend")
+
+
+@dataclass
+class Resolution:
+    """What vLLM would make of one set of kernel flags on one target."""
+
+    release: Release
+    """The vLLM release resolved for."""
+    target: Target
+    """The platform resolved for."""
+    kernel_config: dict[str, Any] | None = None
+    """Every field of the resolved kernel config; ``None`` if it could not be built."""
+    parallel: dict[str, Any] = field(default_factory=dict)
+    """The parallel settings that bear on kernels (all2all backend after binding)."""
+    compilation: dict[str, Any] = field(default_factory=dict)
+    """Compilation mode, backend and CUDA-graph mode, as finally reported."""
+    ir_dispatch: dict[str, list[str]] = field(default_factory=dict)
+    """Per IR op, the providers dispatch would try on the target, in order."""
+    hash: str | None = None
+    """The compile-cache hash of the kernel config, when vLLM could compute it."""
+    hash_factors: dict[str, Any] | None = None
+    """Exactly what was hashed."""
+    problems: list[Problem] = field(default_factory=list)
+    """Everything found, in the order found."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each resolved value came from."""
+    inputs: Inputs | None = None
+    """The inputs resolved."""
+
+    @property
+    def valid(self) -> bool:
+        """No errors."""
+        return not any(p.severity == "error" for p in self.problems)
+
+    def exit_code(self, *, strict: bool = False) -> int:
+        """0 valid, 1 refused at engine build or by the target, 2 refused while reading."""
+        return exit_code(self.problems, strict=strict)
+
+
+def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict[str, Any] | None:
+    """Step 1: ``--kernel-config``, then the top-level flags over it."""
+    config = inputs.kernel_values
+    if config is None:
+        from kernelcfg.vllm.validation import validate_kernel_config
+
+        try:
+            config = validate_kernel_config(release, inputs.kernel_config, "--kernel-config")
+        except KernelcfgError as exc:
+            result.problems.append(
+                Problem("error", "invalid-kernel-config", exc.field, exc.message, exc.exit_code)
+            )
+            return None
+    else:
+        config = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
+        if "ir_op_priority" in config:
+            config["ir_op_priority"] = {op: list(v) for op, v in config["ir_op_priority"].items()}
+    for name in inputs.kernel_config:
+        result.sources[name] = inputs.sources.get(f"kernel_config.{name}", "--kernel-config")
+
+    if inputs.enable_flashinfer_autotune is not None:
+        if config.get("enable_flashinfer_autotune") is not None:
+            result.problems.append(
+                Problem(
+                    "error",
+                    "autotune-given-twice",
+                    "enable_flashinfer_autotune",
+                    "enable_flashinfer_autotune and kernel_config.enable_flashinfer_autotune "
+                    "are mutually exclusive: give --enable-flashinfer-autotune or "
+                    "--kernel-config.enable_flashinfer_autotune, not both (vLLM refuses "
+                    "both even when they agree)",
+                )
+            )
+        else:
+            config["enable_flashinfer_autotune"] = inputs.enable_flashinfer_autotune
+            result.sources["enable_flashinfer_autotune"] = "flag"
+    if inputs.monokernel:
+        config["monokernel"] = True
+        result.sources["monokernel"] = "flag"
+    for name in _TOP_LEVEL_BACKENDS:
+        value = getattr(inputs, name)
+        if value != "auto":
+            config[name] = value
+            result.sources[name] = inputs.sources.get(name, "flag")
+    ir = config.get("ir_op_priority", {})
+    for op, lst in inputs.ir_op_priority.items():
+        if not lst:
+            continue
+        if ir.get(op):
+            result.problems.append(
+                Problem(
+                    "error",
+                    "ir-priority-given-twice",
+                    f"ir_op_priority.{op}",
+                    f"Op priority for {op} specified via both ir_op_priority and "
+                    "KernelConfig.ir_op_priority, only one allowed at a time: give it "
+                    f"with --ir-op-priority.{op} or --kernel-config.ir_op_priority.{op}",
+                )
+            )
+            continue
+        ir[op] = list(lst)
+        result.sources[f"ir_op_priority.{op}"] = "flag"
+    if any(ir.values()):
+        deprecation = release.engine_rules.get("ir_op_priority_deprecation")
+        if deprecation:
+            result.problems.append(
+                Problem("warning", "ir-op-priority-deprecated", "ir_op_priority", deprecation)
+            )
+    return config
+
+
+def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:
+    """Whether breakable CUDA graphs are on (the env, or the model's default)."""
+    value = inputs.env.get("VLLM_USE_BREAKABLE_CUDAGRAPH")
+    if value is not None:
+        if value == "1":
+            result.sources["compilation.mode"] = "environment (VLLM_USE_BREAKABLE_CUDAGRAPH=1)"
+        return value == "1"
+    if inputs.architectures is None:
+        return False
+    hit = sorted(set(inputs.architectures) & release.breakable_architectures(result.target.kind))
+    if not hit:
+        return False
+    result.sources["compilation.mode"] = "breakable CUDA graphs (model default)"
+    result.problems.append(
+        Problem(
+            "info",
+            "breakable-cudagraph-auto",
+            "compilation.mode",
+            f"{hit[0]} turns on breakable CUDA graphs by default, so vLLM compiles "
+            "nothing (mode NONE); set VLLM_USE_BREAKABLE_CUDAGRAPH=0 to opt out",
+        )
+    )
+    return True
+
+
+def _compilation(
+    release: Release, inputs: Inputs, result: Resolution, config: dict[str, Any] | None
+) -> tuple[Compilation, bool]:
+    """Step 3: the compilation mode, decided before the platform defaults."""
+    mode = inputs.compilation_mode
+    cudagraph = inputs.cudagraph_mode
+    if inputs.enforce_eager:
+        mode, cudagraph = "NONE", "NONE"
+        result.sources["compilation.mode"] = "--enforce-eager"
+        result.sources["compilation.cudagraph_mode"] = "--enforce-eager"
+        jit_off = release.compilation_rules.get("enforce_eager_disables_jit_warmup")
+        if config is not None and jit_off and not inputs.enable_fault_tolerance:
+            config["enable_jit_warmup"] = False
+            result.sources["enable_jit_warmup"] = "--enforce-eager"
+    if inputs.env.get("TORCH_COMPILE_DISABLE") == "1":
+        mode = "NONE"
+        result.sources["compilation.mode"] = "environment (TORCH_COMPILE_DISABLE=1)"
+    breakable = _breakable(release, inputs, result)
+    if breakable:
+        mode = "NONE"
+    if mode is None:
+        mode = "NONE" if inputs.optimization_level == 0 else "VLLM_COMPILE"
+        result.sources.setdefault("compilation.mode", f"-O{inputs.optimization_level}")
+    compilation = Compilation(inputs.compile_backend or "inductor", mode, cudagraph)  # type: ignore[arg-type]
+    return compilation, breakable
+
+
+def _late_compilation(
+    release: Release, comp: Compilation, inputs: Inputs, breakable: bool, result: Resolution
+) -> None:
+    """Step 5: the level's CUDA-graph default, then what the platform changes later."""
+    if comp.cudagraph_mode is None:
+        comp.cudagraph_mode = release.level_defaults(inputs.optimization_level).get(
+            "cudagraph_mode"
+        )
+        result.sources.setdefault(
+            "compilation.cudagraph_mode", f"-O{inputs.optimization_level} default"
+        )
+    else:
+        result.sources.setdefault("compilation.cudagraph_mode", "flag")
+    fallback = release.compilation_rules.get("piecewise_fallback", {})
+    if comp.cudagraph_mode in fallback and comp.mode != "VLLM_COMPILE" and not breakable:
+        comp.cudagraph_mode = fallback[comp.cudagraph_mode]
+    if result.target.kind == "cpu":
+        comp.cudagraph_mode = "NONE"
+        if comp.mode == "VLLM_COMPILE":
+            comp.mode = "DYNAMO_TRACE_ONCE"
+            comp.backend = "eager" if inputs.env.get("VLLM_CPU_CI_ENV") else "inductor"
+
+
+def _all2all(release: Release, inputs: Inputs, result: Resolution) -> str:
+    """``naive`` and ``pplx`` are gone: vLLM falls back, with a warning."""
+    value = inputs.all2all_backend
+    if value in release.engine_rules.get("removed_all2all_backends", []):
+        result.problems.append(
+            Problem(
+                "warning",
+                "all2all-backend-removed",
+                "all2all_backend",
+                f"The {value!r} all2all backend has been removed; vLLM falls back to "
+                f"{DEFAULT_ALL2ALL_BACKEND!r}",
+            )
+        )
+        return DEFAULT_ALL2ALL_BACKEND
+    return value
+
+
+def _lora(release: Release, inputs: Inputs, config: dict[str, Any], result: Resolution) -> None:
+    forbidden = release.engine_rules.get("lora_forbidden_moe_backends", [])
+    if inputs.enable_lora and config["moe_backend"] in forbidden:
+        result.problems.append(
+            Problem(
+                "error",
+                "lora-with-mega-moe",
+                "moe_backend",
+                f"LoRA is not supported with moe_backend={config['moe_backend']!r}. "
+                "Disable LoRA or select a MoE backend that supports LoRA.",
+            )
+        )
+
+
+def _platform_defaults(
+    release: Release,
+    inputs: Inputs,
+    config: dict[str, Any],
+    ctx: ResolutionContext,
+    result: Resolution,
+) -> None:
+    """Step 4: ``set_platform_defaults``, with a warning where the model is unknown."""
+    if inputs.architectures is None and config["moe_backend"] in release.moe_ep_model_checked:
+        result.problems.append(
+            Problem(
+                "warning",
+                "architectures-unknown",
+                "moe_backend",
+                f"moe_backend={config['moe_backend']!r} is only for DeepSeek-V4 models; "
+                "the model's architectures are unknown, so this could not be checked "
+                "(give --architecture or --hf-config-path)",
+            )
+        )
+    lists = config.get("ir_op_priority", {})
+    before = {op: bool(lst) for op, lst in lists.items()}
+    try:
+        rules.set_platform_defaults(release, config["moe_backend"], lists, ctx)
+    except KernelcfgError as exc:
+        result.problems.append(Problem.from_error(exc))
+        return
+    for op, given in before.items():
+        key = f"ir_op_priority.{op}"
+        result.sources[key] = "flag + platform default" if given else "platform default"
+
+
+def check_context(
+    target: Target, version: str, inputs: Inputs, all2all: str | None = None
+) -> constraints.Context:
+    """The backend-check context of a command line's inputs (the scheme as far as the
+    flags and the model's config say)."""
+    from kernelcfg.checks import constraints
+    from kernelcfg.vllm.quantization import scheme_from_quantization, schemes_of_quantization
+
+    scheme = inputs.quant_scheme or scheme_from_quantization(inputs.quantization)
+    return constraints.Context(
+        target,
+        version,
+        scheme,
+        schemes_of_quantization(inputs.quantization) if scheme is None else None,
+        inputs.env,
+        tuple(inputs.architectures) if inputs.architectures is not None else None,
+        inputs.enable_expert_parallel,
+        all2all,
+    )
+
+
+def _constraints(
+    release: Release, inputs: Inputs, config: dict[str, Any], all2all: str, result: Resolution
+) -> None:
+    """Step 6 (kernelcfg's own): can the chosen backends run on the target?"""
+    named = [
+        (name, config.get(name))
+        for name in _TOP_LEVEL_BACKENDS
+        if config.get(name) not in (None, "auto")
+    ]
+    per_quant = config.get("linear_backend_per_quant") or {}
+    if not named and not per_quant:
+        return
+    # Only when a backend is named: keeps cold start lean.
+    from kernelcfg.checks import constraints
+    from kernelcfg.vllm.quantization import per_quant_keys
+
+    ctx = check_context(result.target, release.version, inputs, all2all)
+    verdicts = [constraints.check(name, str(value), ctx) for name, value in named]
+    keys = per_quant_keys(release.version) if per_quant else {}
+    for key, value in per_quant.items():
+        if key not in keys:
+            result.problems.append(
+                Problem(
+                    "warning",
+                    "per-quant-key-unknown",
+                    f"linear_backend_per_quant.{key}",
+                    f"linear_backend_per_quant key {key!r} is never looked up by vLLM "
+                    f"{release.version} (silently ignored); keys: {', '.join(keys)}",
+                )
+            )
+            continue
+        if value == "auto" or (ctx.scheme is not None and ctx.scheme not in keys[key]):
+            continue
+        verdict = constraints.check("linear_backend_per_quant", value, ctx, schemes=keys[key])
+        verdicts.append(verdict)
+    for verdict in verdicts:
+        problem = verdict.problem(f"{verdict.field}={verdict.value!r}: {verdict.reason}")
+        if problem is not None:
+            result.problems.append(problem)
+
+
+def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
+    """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
+    result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
+    result.problems += rules.environment_problems(release, inputs.env)
+    config = _kernel_values(release, inputs, result)
+    all2all = _all2all(release, inputs, result)
+    if config is not None:
+        _lora(release, inputs, config, result)
+    comp, breakable = _compilation(release, inputs, result, config)
+    ctx = ResolutionContext(target, comp, all2all, inputs.architectures, inputs.env)
+    if config is not None:
+        _platform_defaults(release, inputs, config, ctx, result)
+        level = release.level_defaults(inputs.optimization_level)
+        if (
+            config.get("enable_flashinfer_autotune") is None
+            and "enable_flashinfer_autotune" in level
+        ):
+            config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
+            result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
+    _late_compilation(release, comp, inputs, breakable, result)
+    if config is not None:
+        _constraints(release, inputs, config, ctx.all2all_backend, result)
+
+    result.compilation = {
+        "mode": comp.mode,
+        "backend": comp.backend,
+        "cudagraph_mode": comp.cudagraph_mode,
+        "optimization_level": inputs.optimization_level,
+    }
+    result.parallel = {
+        "all2all_backend": ctx.all2all_backend,
+        "enable_expert_parallel": inputs.enable_expert_parallel,
+        "data_parallel_size": inputs.data_parallel_size,
+        "tensor_parallel_size": inputs.tensor_parallel_size,
+    }
+    for key in (*result.parallel, "optimization_level"):
+        if key in inputs.sources:
+            name = key if key in result.parallel else f"compilation.{key}"
+            result.sources[name] = inputs.sources[key]
+    if ctx.all2all_backend != all2all:
+        result.sources["all2all_backend"] = "bound by moe_backend"
+    if config is None:
+        return result
+
+    result.kernel_config = config
+    try:
+        result.hash_factors = hashing.kernel_factors(release, config)
+    except KernelcfgError as exc:
+        result.problems.append(Problem.from_error(exc))
+        return result
+    result.hash = hashing.digest(result.hash_factors)
+    if "ir_op_priority" in config:
+        ops = registry(release, target)
+        result.ir_dispatch = {
+            op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()
+        }
+    return result

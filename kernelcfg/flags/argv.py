@@ -1,0 +1,750 @@
+"""vLLM's flag language, read the way ``vllm serve`` reads it, into :class:`Inputs`.
+
+The steps follow vLLM's ``FlexibleArgumentParser`` pre-processing: the first
+``--model`` moves to the model position; a ``--config`` YAML file is expanded right
+after the model; in option names, ``_`` becomes ``-`` before the first ``.``;
+``-O3``/``-O=3``/``-O 3`` become ``--optimization-level``; dotted keys
+(``--kernel-config.moe_backend=x``) are gathered into one JSON value per option,
+appended last (so it replaces a whole-JSON value). Then the release's own ``vllm
+serve`` parser (:mod:`kernelcfg.flags.serve_parser`) reads the words, and the options that
+bear on kernels are checked here, with kernelcfg's messages; the others are accepted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from argparse import ArgumentTypeError
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kernelcfg.base import bounded
+from kernelcfg.base.errors import ArgumentError, EngineError, closest
+from kernelcfg.base.problems import Problem
+from kernelcfg.flags import model_config, serve_parser
+from kernelcfg.vllm import values
+from kernelcfg.vllm.context import COMPILATION_MODES, CUDAGRAPH_MODES
+from kernelcfg.vllm.inputs import Inputs
+from kernelcfg.vllm.releases import Release
+from kernelcfg.vllm.validation import elsewhere, validate_ir_priority, validate_kernel_config
+
+__all__ = [
+    "CONTEXT_OPTIONS",
+    "ContextOptions",
+    "context_after_serve",
+    "parse",
+    "split_serve",
+    "split_version",
+    "take_options",
+]
+
+
+@dataclass
+class ContextOptions:
+    """kernelcfg's own options that may appear among the flags (``--batch`` lines)."""
+
+    device: str | None = None
+    """``--device``: a preset name."""
+    platform: str | None = None
+    """``--platform``: cuda, rocm, xpu, cpu or tpu."""
+    capability: str | None = None
+    """``--capability``: CUDA compute capability."""
+    gfx_arch: str | None = None
+    """``--gfx-arch``: ROCm architecture."""
+    vllm_version: str | None = None
+    """``--vllm-version``."""
+    architectures: list[str] = field(default_factory=list)
+    """``--architecture`` (repeatable)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """``--env KEY=VALUE`` (repeatable)."""
+    quant_scheme: str | None = None
+    """``--quant-scheme``: the model's quantisation scheme."""
+
+
+CONTEXT_OPTIONS = {
+    "--device": "device",
+    "--platform": "platform",
+    "--capability": "capability",
+    "--gfx-arch": "gfx_arch",
+    "--vllm-version": "vllm_version",
+    "--architecture": "architectures",
+    "--env": "env",
+    "--quant-scheme": "quant_scheme",
+}
+"""kernelcfg's context options, by option string, to the ContextOptions field."""
+
+_NORMALISED = {"moe_backend", "linear_backend", "sparse_indexer_topk_backend"}
+
+
+class _Token(str):
+    """A word that came from a config file, or a gathered dotted value; plain words
+    of the command line stay plain ``str`` (read with :func:`_origin`, :func:`_parsed`)."""
+
+    origin: str
+    parsed: Any
+
+
+def _token(text: str, origin: str = "flag", parsed: Any = None) -> str:
+    if origin == "flag" and parsed is None:
+        return text
+    tok = _Token(text)
+    tok.origin = origin
+    tok.parsed = parsed
+    return tok
+
+
+def _origin(word: str) -> str:
+    return word.origin if type(word) is _Token else "flag"
+
+
+def _parsed(word: str) -> Any:
+    return word.parsed if type(word) is _Token else None
+
+
+def split_version(argv: Sequence[str]) -> str | None:
+    """The ``--vllm-version`` a line asks for (the last one), read before anything else."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg.startswith("--vllm-version="):
+            found = arg.split("=", 1)[1]
+        elif arg == "--vllm-version" and i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
+
+
+def _load_yaml(path_text: str, notes: list[Problem]) -> list[str]:
+    """``--config FILE``'s keys as options, the way vLLM's parser turns them."""
+    if path_text.rsplit(".", 1)[-1] not in ("yaml", "yml"):
+        raise ArgumentError(
+            f"--config: config file must be a .yaml or .yml file, got {path_text!r}",
+            field="config",
+        )
+    path = Path(path_text)
+    data = bounded.loads_yaml(bounded.read_text(path_text, "--config"), f"--config {path.name}")
+    if data is None:
+        raise ArgumentError(
+            f"--config: {bounded.shown(path_text)} is empty; vllm serve stops on it "
+            "(AttributeError)",
+            field="config",
+        )
+    if not isinstance(data, dict):
+        raise ArgumentError(
+            f"--config: {path_text!r} must hold a mapping of option names to values",
+            field="config",
+        )
+    origin = f"config file {path.name}"
+    out: list[str] = []
+    for key, value in data.items():
+        name = f"--{key}"
+        if isinstance(value, bool):
+            if value:
+                out.append(_token(name, origin))
+            else:
+                notes.append(
+                    Problem(
+                        "warning",
+                        "yaml-false-dropped",
+                        str(key),
+                        f"{path.name}: '{key}: false' is dropped by vllm serve (it has no "
+                        f"--no-{key} at the top level); the setting keeps its default",
+                    )
+                )
+        elif isinstance(value, list):
+            if value:
+                out.append(_token(name, origin))
+                out.extend(_token(str(v), origin) for v in value)
+        elif isinstance(value, dict):
+            text = _yaml_json(value, path.name, key)
+            out.extend([_token(name, origin), _token(text, origin)])
+        else:
+            out.extend([_token(name, origin), _token(_yaml_scalar(value, path.name, key), origin)])
+    return out
+
+
+def _yaml_scalar(value: Any, file: str, key: object) -> str:
+    """A YAML scalar as vLLM passes it on (``str()``); binary and sets are refused."""
+    if isinstance(value, bytes | set):
+        raise ArgumentError(
+            f"--config {file}: {key!s} holds a YAML {type(value).__name__}, which vllm serve "
+            "cannot pass on as an option value",
+            field=str(key),
+        )
+    try:
+        return str(value)
+    except ValueError as exc:  # an integer beyond Python's digit limit
+        raise ArgumentError(
+            f"--config {file}: {key!s}: {bounded.one_line(str(exc))}", field=str(key)
+        ) from None
+
+
+def _yaml_json(value: dict[Any, Any], file: str, key: object) -> str:
+    """A YAML mapping as the JSON text vLLM makes of it; values JSON cannot hold refused."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(
+            f"--config {file}: {key!s} holds a value JSON cannot carry "
+            f"({bounded.one_line(str(exc))}); vLLM itself would crash on it",
+            field=str(key),
+        ) from None
+
+
+_CONFIG_TOKEN = re.compile(r"--config(=.+|$)")
+_SERVED_NAME = re.compile(r"--served[-_]model[-_]name(=.+|$)")
+_MODEL_TOKEN = re.compile(r"--model(=.+|$)")
+
+
+def _expand_config(
+    tokens: list[str], notes: list[Problem], *, insert_at: int, serve: bool
+) -> list[str]:
+    """``--config FILE``: its keys as options, placed after the model (vLLM's step)."""
+    for t in tokens:
+        if t.startswith("--config="):
+            notes.append(
+                Problem(
+                    "warning",
+                    "config-equals-ignored",
+                    "config",
+                    f"{bounded.shown(str(t))}: vLLM only reads '--config FILE' (with a space); "
+                    "with '=' the file is silently ignored, and so kernelcfg ignores it",
+                )
+            )
+    count = tokens.count("--config")
+    if count == 0:
+        return tokens
+    if count > 1:
+        raise ArgumentError(
+            "--config: more than one config file specified (vllm serve stops: AssertionError)",
+            field="config",
+        )
+    idx = tokens.index("--config")
+    if idx + 1 >= len(tokens):
+        raise ArgumentError(
+            "--config: no config file specified (vllm serve stops: ValueError)", field="config"
+        )
+    loaded = _load_yaml(tokens[idx + 1], notes)
+    rest = tokens[:idx] + tokens[idx + 2 :]
+    if serve and insert_at == 0 and "--model" not in loaded:
+        raise ArgumentError(
+            "No model specified! Give the model first (vllm serve MODEL ...) or as 'model:' in "
+            "the config file (vllm serve stops: ValueError)",
+            field="model",
+        )
+    return rest[:insert_at] + loaded + rest[insert_at:]
+
+
+def _dash_name(arg: str) -> str:
+    """``--a_b.c_d=v`` to ``--a-b.c_d=v``: only the name before the first ``.``."""
+    key, eq, value = arg.partition("=")
+    head, dot, tail = key.partition(".")
+    return head.replace("_", "-") + dot + tail + eq + value
+
+
+def _rewrite(tokens: list[str]) -> list[str]:
+    """``_`` to ``-`` before the first ``.`` of ``--`` options; the ``-O`` forms."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        arg = tokens[i]
+        if arg.startswith("--help="):
+            out.append(_token("--help", _origin(arg)))
+        elif arg.startswith("--"):
+            out.append(_token(_dash_name(arg), _origin(arg)) if "_" in arg else arg)
+        elif arg.startswith("-O") and arg != "-O":
+            value = arg[3:] if arg[2] == "=" else arg[2:]
+            origin = _origin(arg)
+            out.extend([_token("--optimization-level", origin), _token(value, origin)])
+        elif arg == "-O" and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
+            out.append(_token("--optimization-level", _origin(arg)))
+        elif arg == "-O":
+            raise ArgumentError(
+                "unrecognized arguments: -O"
+                + (f" {tokens[i + 1]}" if i + 1 < len(tokens) else "")
+                + " (with a space, -O takes only 0, 1, 2 or 3; write -O3 or "
+                "--optimization-level 3)",
+                field="optimization_level",
+            )
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+def _dotted_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    except (RecursionError, ValueError) as exc:
+        raise ArgumentError(
+            f"dotted value {bounded.shown(text)}: unusable JSON ({bounded.reason(exc)})"
+        ) from None
+    try:
+        return serve_parser.human_readable_int(text)
+    except (ValueError, OverflowError, ArgumentTypeError):
+        return text
+
+
+def _merge(into: dict[str, Any], new: dict[str, Any], path: str, dupes: list[str]) -> None:
+    for key, value in new.items():
+        here = f"{path}.{key}"
+        if key in into and isinstance(into[key], dict) and isinstance(value, dict):
+            _merge(into[key], value, here, dupes)
+        elif key in into and isinstance(into[key], list) and isinstance(value, list):
+            into[key] = into[key] + value
+        else:
+            if key in into:
+                dupes.append(here)
+            into[key] = value
+
+
+def _warn_duplicates(dupes: list[str], notes: list[Problem]) -> None:
+    """vLLM's one-line warning about keys given more than once."""
+    if dupes:
+        notes.append(
+            Problem(
+                "warning",
+                "duplicate-keys",
+                None,
+                f"Found duplicate keys {', '.join(dict.fromkeys(dupes))}: the last value wins",
+            )
+        )
+
+
+def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
+    """Gather ``--opt.a.b=v`` into one JSON value per option, placed last."""
+    if not any("." in t for t in tokens):  # the common case: only repeats to warn about
+        names = [t.partition("=")[0] for t in tokens if t.startswith("--")]
+        if len(set(names)) != len(names):
+            seen_once: set[str] = set()
+            repeated: list[str] = []
+            for name in names:
+                if name in seen_once:
+                    repeated.append(name)
+                seen_once.add(name)
+            _warn_duplicates(repeated, notes)
+        return tokens
+    gathered: dict[str, dict[str, Any]] = {}
+    origins: dict[str, str] = {}
+    dupes: list[str] = []
+    seen: set[str] = set()
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        arg = tokens[i]
+        if arg.startswith("--") and "." not in arg:
+            name = arg.split("=", 1)[0]
+            if name in seen:
+                dupes.append(name)
+            seen.add(name)
+        if "." in arg and arg.startswith("-"):  # vLLM's rule: -0.5 too (it eats a word)
+            if "=" in arg:
+                key_path, value_text = arg.split("=", 1)
+                if "." not in key_path:
+                    out.append(arg)
+                    i += 1
+                    continue
+            else:
+                if i + 1 >= len(tokens):
+                    raise ArgumentError(f"argument {arg}: expected one argument", field=arg)
+                key_path, value_text = arg, str(tokens[i + 1])
+                i += 1
+            value: Any
+            if key_path.endswith("+"):
+                key_path = key_path[:-1]
+                value = value_text.split(",")
+            else:
+                value = _dotted_value(value_text)
+            key, *keys = key_path.split(".")
+            nested: dict[str, Any] = {}
+            cursor = nested
+            for k in keys[:-1]:
+                cursor[k] = {}
+                cursor = cursor[k]
+            cursor[keys[-1]] = value
+            _merge(gathered.setdefault(key, {}), nested, key, dupes)
+            origins.setdefault(key, _origin(arg))
+        else:
+            out.append(arg)
+        i += 1
+    _warn_duplicates(dupes, notes)
+    for key, value in gathered.items():
+        out.append(_token(key, origins[key]))
+        out.append(_token(json.dumps(value), origins[key], parsed=value))
+    return out
+
+
+def _choice(release: Release, dest: str, flag: str, value: str) -> str:
+    normalised = values.normalize_backend(value) if dest in _NORMALISED else value
+    allowed = list(release.choices(dest))
+    if dest == "all2all_backend":
+        allowed = [c for c in allowed if c != release.constant("PASSTHROUGH_ALL2ALL_BACKEND")]
+    if normalised in allowed:
+        return normalised
+    hint = closest(normalised, allowed)
+    extra = ""
+    if dest == "all2all_backend" and value == release.constant("PASSTHROUGH_ALL2ALL_BACKEND"):
+        extra = " ('passthrough' is bound automatically for MoE backends that dispatch themselves)"
+    else:
+        other = elsewhere(release, repr(normalised), lambda r: normalised in r.choices(dest))
+        if other:
+            extra = f" ({other})"
+    raise ArgumentError(
+        f"argument {flag}: invalid choice {value!r}; allowed: {', '.join(sorted(allowed))}"
+        + (f" (did you mean {hint!r}?)" if hint else "")
+        + extra,
+        field=dest,
+    )
+
+
+def _int(flag: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ArgumentError(f"argument {flag}: invalid int value: {value!r}", field=flag) from None
+
+
+def _optimization_level(value: str) -> int:
+    text = value.strip()
+    level: int | None = None
+    try:
+        level = int(text)
+    except ValueError:
+        try:
+            number = float(text)
+            level = int(number) if number.is_integer() else None
+        except ValueError:
+            level = None
+    if level is None or level not in (0, 1, 2, 3):
+        raise EngineError(
+            f"-O/--optimization-level: {bounded.shown(value)} is not an optimisation level; "
+            "allowed: 0, 1, 2, 3 (vllm serve reads it as text, then refuses it while building "
+            "its config)",
+            field="optimization_level",
+        )
+    return level
+
+
+def _json(flag: str, token: str) -> Any:
+    parsed = _parsed(token)
+    if parsed is not None:
+        return parsed
+    try:
+        value = json.loads(token)
+    except json.JSONDecodeError as exc:
+        raise ArgumentError(
+            f"argument {flag}: {bounded.shown(str(token))} is not valid JSON ({exc.msg} at "
+            f"column {exc.colno}); for one field write {flag}.FIELD=VALUE",
+            field=flag,
+        ) from None
+    except (RecursionError, ValueError) as exc:
+        raise ArgumentError(
+            f"argument {flag}: unusable JSON ({bounded.reason(exc)})", field=flag
+        ) from None
+    if not isinstance(value, dict):
+        raise ArgumentError(
+            f"argument {flag}: expected a JSON object, got {bounded.shown(str(token))}",
+            field=flag,
+        )
+    bounded.check_depth(value, f"argument {flag}")
+    return value
+
+
+def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inputs) -> None:
+    known = set(release.data.get("compilation_fields", ()))
+    for key in value:
+        if known and key not in known:
+            hint = closest(key, known)
+            raise ArgumentError(
+                f"argument {flag}: unknown compilation-config field {key!r}"
+                + (f" (did you mean {hint!r}?)" if hint else ""),
+                field=f"compilation_config.{key}",
+            )
+    fields = serve_parser.options(release).fields("compilation_config")
+    nested = serve_parser.unknown_key(value, fields) if fields is not None else None
+    if nested:  # a key inside pass_config and the like
+        raise ArgumentError(f"argument {flag}: {nested}", field="compilation_config")
+    mode = value.get("mode")
+    if mode is not None:
+        if isinstance(mode, str):
+            if mode.upper() not in COMPILATION_MODES:
+                raise ArgumentError(
+                    f"argument {flag}: Invalid compilation mode: {mode}. Valid modes are: "
+                    f"{', '.join(COMPILATION_MODES)}",
+                    field="compilation_config.mode",
+                )
+            mode = mode.upper()
+        elif isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 3:
+            mode = COMPILATION_MODES[mode]
+        else:
+            raise ArgumentError(
+                f"argument {flag}: mode: Input should be 0, 1, 2 or 3, got {mode!r}",
+                field="compilation_config.mode",
+            )
+    cudagraph = value.get("cudagraph_mode")
+    if cudagraph is not None:
+        if isinstance(cudagraph, str):
+            if cudagraph.upper() not in CUDAGRAPH_MODES:
+                hint = closest(cudagraph.upper(), CUDAGRAPH_MODES)
+                raise ArgumentError(
+                    f"argument {flag}: unknown cudagraph_mode {cudagraph!r}; allowed: "
+                    f"{', '.join(CUDAGRAPH_MODES)} (any case) or 0, 1, 2"
+                    + (f" (did you mean {hint!r}?)" if hint else "")
+                    + "; vLLM itself crashes here with a bare KeyError",
+                    field="compilation_config.cudagraph_mode",
+                )
+            cudagraph = cudagraph.upper()
+        elif (
+            isinstance(cudagraph, int)
+            and not isinstance(cudagraph, bool)
+            and cudagraph in (0, 1, 2)
+        ):
+            cudagraph = CUDAGRAPH_MODES[cudagraph]
+        else:
+            raise ArgumentError(
+                f"argument {flag}: cudagraph_mode: Input should be 0, 1, 2, (2, 0) or (2, 1), "
+                f"got {cudagraph!r}",
+                field="compilation_config.cudagraph_mode",
+            )
+    backend = value.get("backend", "")
+    if not isinstance(backend, str):
+        raise ArgumentError(
+            f"argument {flag}: backend: Input should be a valid string, got {backend!r}",
+            field="compilation_config.backend",
+        )
+    if mode == "VLLM_COMPILE" and backend not in ("", "eager", "inductor"):
+        raise ArgumentError(
+            f"argument {flag}: Invalid backend for piecewise compilation: {backend} "
+            "(with mode 3 the backend must be '', 'eager' or 'inductor')",
+            field="compilation_config.backend",
+        )
+    inputs.compilation_mode = mode
+    inputs.cudagraph_mode = cudagraph
+    inputs.compile_backend = backend
+
+
+_KERNEL_BOOLEANS = (
+    "enable_flashinfer_autotune",
+    "enforce_eager",
+    "enable_lora",
+    "enable_fault_tolerance",
+    "enable_expert_parallel",
+    "monokernel",
+)
+
+
+def parse(
+    argv: Sequence[str],
+    release: Release,
+    *,
+    env: Mapping[str, str] | None = None,
+    context: ContextOptions | None = None,
+) -> tuple[Inputs, ContextOptions]:
+    """Read ``argv`` (vLLM flags, optionally ``vllm serve MODEL …``) into inputs.
+
+    kernelcfg's own options (:data:`CONTEXT_OPTIONS`) are taken out first: anywhere
+    before the ``vllm serve`` part, and inside it where the release's ``vllm serve``
+    has no option of that name. The rest is read as ``vllm serve`` reads it.
+    """
+    inputs = Inputs(env=dict(env) if env is not None else {})
+    ctx = context or ContextOptions()
+    head, serve = split_serve(argv)
+    head = take_options(head, CONTEXT_OPTIONS, lambda name, value: _context(ctx, name, value))
+    tokens, insert_at = head, 0
+    if serve is not None:
+        taken = take_options(
+            serve, context_after_serve(release), lambda name, value: _context(ctx, name, value)
+        )
+        tokens, insert_at = _serve_line(taken, head)
+    if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
+        tokens = _expand_config(tokens, inputs.notes, insert_at=insert_at, serve=serve is not None)
+    if any("_" in t or t.startswith(("-O", "--help=")) for t in tokens):
+        tokens = _rewrite(tokens)
+    tokens = _gather_dotted(tokens, inputs.notes)
+    given = serve_parser.parse(release, tokens) if tokens else {}
+    _apply_all(release, inputs, given)
+    model_config.read(inputs, given.get("hf_config_path"), env=inputs.env)
+    return inputs, ctx
+
+
+@cache
+def context_after_serve(release: Release) -> dict[str, str]:
+    """kernelcfg's context options that stay kernelcfg's after ``vllm serve``: those the
+    release's own ``vllm serve`` has no option of the same name for."""
+    theirs = serve_parser.options(release).strings
+    return {name: dest for name, dest in CONTEXT_OPTIONS.items() if name not in theirs}
+
+
+def split_serve(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """kernelcfg's part and what follows ``[--] [vllm] serve`` (``None``: no serve).
+
+    A bare ``--`` before ``vllm serve`` (or alone at the start) only separates.
+    """
+    args = list(argv)
+    for idx, arg in enumerate(args):
+        if arg == "serve" and (idx == 0 or args[idx - 1] in ("vllm", "--")):
+            head = idx - 1 if idx and args[idx - 1] == "vllm" else idx
+            if head and args[head - 1] == "--":
+                head -= 1
+            return args[:head], args[idx + 1 :]
+    if args and args[0] == "--":
+        args = args[1:]
+    return args, None
+
+
+def take_options(
+    tokens: list[str], names: Mapping[str, str], take: Callable[[str, str], None]
+) -> list[str]:
+    """``tokens`` without the options ``names`` lists (``--x V`` or ``--x=V``), each
+    handed to ``take``; a bare ``--`` ends the search."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        arg = tokens[i]
+        name, eq, inline = arg.partition("=")
+        if arg == "--":
+            out.extend(tokens[i:])
+            break
+        if name not in names:
+            out.append(arg)
+            i += 1
+            continue
+        if eq:
+            take(name, inline)
+            i += 1
+            continue
+        if i + 1 >= len(tokens):
+            raise ArgumentError(f"{name}: expected one argument", field=names[name])
+        take(name, tokens[i + 1])
+        i += 2
+    return out
+
+
+def _serve_line(serve: list[str], head: list[str]) -> tuple[list[str], int]:
+    """The words after ``vllm serve`` as vLLM orders them (the first ``--model`` moved
+    to the front), with kernelcfg's part inserted after the model; and how many words
+    the model takes (0 or 1)."""
+    serve = list(serve)
+    for i, arg in enumerate(serve):
+        if not _MODEL_TOKEN.fullmatch(arg):
+            continue
+        if arg == "--model":
+            if i + 1 >= len(serve):
+                raise ArgumentError(
+                    "--model: expected one argument (vllm serve stops: IndexError)", field="model"
+                )
+            value = serve.pop(i + 1)
+        else:
+            value = arg.split("=", 1)[1]
+        serve.pop(i)
+        serve.insert(0, value)
+        break
+    if (
+        serve
+        and serve[0].startswith("-")
+        and not any(_CONFIG_TOKEN.fullmatch(t) for t in serve)
+        and any(_SERVED_NAME.fullmatch(t) for t in serve)
+    ):
+        raise ArgumentError(
+            "`model` should be provided as the first positional argument when using "
+            "`vllm serve`, i.e. `vllm serve <model> --<arg> <value>` (vllm serve stops: "
+            "ValueError)",
+            field="model",
+        )
+    model = 1 if serve and not serve[0].startswith("-") else 0
+    return serve[:model] + head + serve[model:], model
+
+
+def _context(ctx: ContextOptions, name: str, value: str) -> None:
+    """Apply one of kernelcfg's own options."""
+    dest = CONTEXT_OPTIONS[name]
+    if dest == "architectures":
+        ctx.architectures.append(value)
+    elif dest == "env":
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise ArgumentError(
+                f"--env: expected KEY=VALUE, got {bounded.shown(value)}", field="env"
+            )
+        ctx.env[key] = val
+    elif dest == "quant_scheme":
+        from kernelcfg.vllm.quantization import SCHEMES
+
+        if value not in SCHEMES:
+            hint = closest(value, SCHEMES)
+            raise ArgumentError(
+                f"--quant-scheme: unknown scheme {bounded.shown(value)}; allowed: "
+                f"{', '.join(SCHEMES)}" + (f" (did you mean {hint!r}?)" if hint else ""),
+                field="quant_scheme",
+            )
+        ctx.quant_scheme = value
+    else:
+        setattr(ctx, dest, value)
+
+
+def _flag(release: Release, dest: str) -> str:
+    """The option string vLLM names an option by (its first long form)."""
+    return serve_parser.options(release).flag(dest)
+
+
+def _apply_all(release: Release, inputs: Inputs, given: dict[str, Any]) -> None:
+    """What the parsed options mean for kernels; other options are accepted silently."""
+    origins: dict[str, str] = given.pop("_origins", {})
+    for dest, occurrences in given.pop("_earlier", {}).items():
+        for value in occurrences[:-1]:  # each is checked as vLLM checks it; the last counts
+            with contextlib.suppress(EngineError):
+                _apply(release, Inputs(), dest, _flag(release, dest), value, "flag")
+    for dest, value in given.items():
+        origin = origins.get(dest, "flag")
+        if dest in serve_parser.RAW_DESTS:
+            try:
+                _apply(release, inputs, dest, _flag(release, dest), value, origin)
+            except EngineError as exc:  # read fine; vLLM refuses it building the engine
+                inputs.notes.append(Problem.from_error(exc))
+        elif dest in _KERNEL_BOOLEANS:
+            setattr(inputs, dest, value)
+            inputs.sources[dest] = origin
+        elif dest == "quantization":
+            inputs.quantization = value
+            inputs.sources[dest] = origin
+        elif dest == "model_tag" or (dest == "model" and "model_tag" not in given):
+            inputs.model = value
+        else:
+            inputs.other_options[dest] = origin
+
+
+def _apply(release: Release, inputs: Inputs, dest: str, flag: str, tok: str, origin: str) -> None:
+    """One option whose raw text kernelcfg checks (serve_parser.RAW_DESTS)."""
+    value = str(tok)
+    inputs.sources[dest] = origin
+    if dest in _NORMALISED or dest == "all2all_backend":
+        setattr(inputs, dest, _choice(release, dest, flag, value))
+        if dest == "all2all_backend":
+            inputs.all2all_given = True
+    elif dest in ("data_parallel_size", "tensor_parallel_size"):
+        number = _int(flag, value)
+        if number < 1:
+            raise EngineError(
+                f"{dest} must be at least 1, got {number}; vLLM's ParallelConfig refuses it "
+                "while building the engine config",
+                field=dest,
+            )
+        setattr(inputs, dest, number)
+    elif dest == "optimization_level":
+        inputs.optimization_level = _optimization_level(value)
+    elif dest == "kernel_config":
+        mapping = _json(flag, tok)
+        inputs.kernel_values = validate_kernel_config(release, mapping, flag)
+        inputs.kernel_config = mapping
+        for key in mapping:
+            inputs.sources[f"kernel_config.{key}"] = (
+                "--kernel-config" if origin == "flag" else origin
+            )
+    elif dest == "ir_op_priority":
+        inputs.ir_op_priority = validate_ir_priority(release, _json(flag, tok), flag)
+    elif dest == "compilation_config":
+        _compilation(release, _json(flag, tok), flag, inputs)

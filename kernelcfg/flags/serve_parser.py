@@ -1,0 +1,558 @@
+"""The ``vllm serve`` argument parser of a release, rebuilt with argparse from its data.
+
+vLLM's ``FlexibleArgumentParser`` is the standard library's argparse plus a
+pre-processing pass (done in :mod:`kernelcfg.flags.argv`). This module rebuilds the argparse
+part from ``releases/serve-X.Y.Z.json`` — every option string, its action, arity, type
+and choices, in vLLM's order — so that prefix matching, ambiguity, ``--no-`` forms,
+arity, types, choices and "unrecognized arguments" decide exactly as ``vllm serve``
+does. The options kernelcfg reads itself (:data:`RAW_DESTS`) keep their raw text, for
+:mod:`kernelcfg.flags.argv` to check with kernelcfg's own messages.
+
+The parser is built once per release per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any, NoReturn
+
+from kernelcfg.base.bounded import shown
+from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.vllm.releases import Release
+
+__all__ = ["RAW_DESTS", "ServeOptions", "options", "parse", "unknown_key"]
+
+RAW_DESTS = frozenset(
+    {
+        "moe_backend",
+        "linear_backend",
+        "sparse_indexer_topk_backend",
+        "all2all_backend",
+        "data_parallel_size",
+        "tensor_parallel_size",
+        "optimization_level",
+        "kernel_config",
+        "ir_op_priority",
+        "compilation_config",
+    }
+)
+"""Options whose raw text kernelcfg checks itself (same decisions, its own messages)."""
+
+
+class _RefusedError(Exception):
+    """argparse's refusal, caught before it can print or exit."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _RefusedError(message)
+
+
+# --- vLLM's type callables, rebuilt (same accept/refuse decisions) -----------------
+
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def human_readable_int(value: str) -> int:
+    """``8k`` is 8000, ``8K`` 8192; a decimal with a binary suffix is refused."""
+    value = value.strip()
+    match = _HUMAN.fullmatch(value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        try:
+            return int(number) * _BINARY[suffix]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
+                f"to use {number}{suffix.lower()} instead?"
+            ) from None
+    return int(value)
+
+
+def human_readable_int_or_auto(value: str) -> int:
+    """As :func:`human_readable_int`, plus ``-1`` or ``auto`` (any case) for -1."""
+    value = value.strip()
+    if value == "-1" or value.lower() == "auto":
+        return -1
+    return human_readable_int(value)
+
+
+def _parse_type(inner: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse_type(value: str) -> Any:
+        try:
+            return inner(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"Value {value} cannot be converted to {getattr(inner, '__name__', inner)}."
+            ) from None
+
+    return parse_type
+
+
+def _optional_type(inner: Callable[[str], Any]) -> Callable[[str], Any]:
+    parse = _parse_type(inner)
+
+    def optional_type(value: str) -> Any:
+        if value in ("", "None"):
+            return None
+        return parse(value)
+
+    return optional_type
+
+
+_OBJECT = re.compile(r"(?s)^\s*{.*}\s*$")
+
+
+def union_dict_and_str(value: str) -> Any:
+    """A JSON object when the text looks like one, else the text itself."""
+    if not _OBJECT.match(value):
+        return value
+    return _optional_type(json.loads)(value)
+
+
+def reasoning_parser(value: str) -> str:
+    """``none`` in any case means no reasoning parser."""
+    return "" if value.lower() == "none" else value
+
+
+def lower_dash(value: str) -> str:
+    """vLLM's backend spelling rule: lower case, ``-`` to ``_``."""
+    return value.lower().replace("-", "_")
+
+
+def device_ids(value: str) -> list[int | str]:
+    """Comma-separated ids; all-digit ones become integers."""
+    parts = (p.strip() for p in value.split(","))
+    return [int(p) if p.isdigit() else p for p in parts]
+
+
+_HUMAN_IN_JSON = re.compile(r'"(?:[^"\\]|\\.)*"|\b(\d+(?:\.\d+)?[kKmMgGtT])\b')
+
+
+def expand_human_numbers(text: str) -> str:
+    """Unquoted ``8k``/``1K`` tokens of JSON text as integers, as vLLM's config
+    options read them before validation."""
+
+    def one(match: re.Match[str]) -> str:
+        token = match.group(1)
+        return match.group(0) if token is None else str(human_readable_int(token))
+
+    return _HUMAN_IN_JSON.sub(one, text)
+
+
+def unknown_key(value: dict[str, Any], fields: dict[str, Any], path: str = "") -> str | None:
+    """The first key of ``value`` (nested where the fields are known) that the config
+    dataclass does not have, with the closest field; ``None`` when all are known."""
+    for key, item in value.items():
+        if key not in fields:
+            near = closest(str(key), list(fields))
+            hint = f" (did you mean {near!r}?)" if near else ""
+            return f"{path + str(key)!r} is not a field of it{hint}"
+        sub = fields[key]
+        if isinstance(sub, dict) and isinstance(item, dict):
+            found = unknown_key(item, sub, f"{path}{key}.")
+            if found:
+                return found
+    return None
+
+
+def _dataclass(fields: dict[str, Any] | None) -> Callable[[str], dict[str, Any]]:
+    """A config-dataclass option: a JSON object whose keys the dataclass has (its values
+    are vLLM's to check)."""
+
+    def parse_dataclass(value: str) -> dict[str, Any]:
+        try:
+            found = json.loads(expand_human_numbers(value))
+        except (ValueError, RecursionError):
+            raise argparse.ArgumentTypeError(f"invalid JSON: {shown(value)}") from None
+        if not isinstance(found, dict):
+            raise argparse.ArgumentTypeError(f"expected a JSON object, got {shown(value)}")
+        problem = unknown_key(found, fields) if fields is not None else None
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return found
+
+    return parse_dataclass
+
+
+_BASE_TYPES: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "json": json.loads,
+    "human_readable_int": human_readable_int,
+    "human_readable_int_or_auto": human_readable_int_or_auto,
+    "union_dict_and_str": union_dict_and_str,
+    "reasoning_parser": reasoning_parser,
+    "lower_dash": lower_dash,
+    "device_ids": device_ids,
+}
+
+
+def _type(code: str | None, fields: dict[str, Any] | None = None) -> Callable[[str], Any] | None:
+    if code is None:
+        return None
+    if code.startswith("optional:"):
+        inner = _type(code.removeprefix("optional:"), fields)
+        assert inner is not None
+        return _optional_type(inner)
+    if code.startswith("parse:"):
+        inner = _type(code.removeprefix("parse:"), fields)
+        assert inner is not None
+        return _parse_type(inner)
+    if code.startswith("dataclass:"):
+        return _dataclass(fields)
+    return _BASE_TYPES[code]
+
+
+# --- actions ----------------------------------------------------------------------
+
+
+class _Origin(argparse.Action):
+    """Every action records where (command line or config file) its value came from."""
+
+    def _mark(self, namespace: argparse.Namespace, token: object) -> None:
+        origins: dict[str, str] = namespace.__dict__.setdefault("_origins", {})
+        origins[self.dest] = getattr(token, "origin", "flag")
+
+
+class _Store(_Origin):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser
+        setattr(namespace, self.dest, values)
+        self._mark(namespace, values if isinstance(values, str) else option_string)
+        if self.dest in RAW_DESTS:  # vLLM checks every occurrence, not only the last
+            earlier: dict[str, list[Any]] = namespace.__dict__.setdefault("_earlier", {})
+            earlier.setdefault(self.dest, []).append(values)
+
+
+class _Const(_Origin):
+    def __init__(self, option_strings: Sequence[str], dest: str, const: Any, **kw: Any):
+        super().__init__(option_strings, dest, nargs=0, const=const, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser, values
+        setattr(namespace, self.dest, self.const)
+        self._mark(namespace, option_string)
+
+
+class _Boolean(_Origin):
+    """``--x`` / ``--no-x`` (and, from vLLM 0.33.0, ``--enable-x`` / ``--disable-x``)."""
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, negative: frozenset[str], **kw: Any
+    ):
+        super().__init__(option_strings, dest, nargs=0, **kw)
+        self.negative = negative
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser, values
+        setattr(namespace, self.dest, option_string not in self.negative)
+        self._mark(namespace, option_string)
+
+
+class _Append(_Origin):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser
+        items = list(getattr(namespace, self.dest, None) or [])
+        items.append(values)
+        setattr(namespace, self.dest, items)
+        self._mark(namespace, option_string)
+
+
+class _Count(_Origin):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: Any):
+        super().__init__(option_strings, dest, nargs=0, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser, values
+        setattr(namespace, self.dest, (getattr(namespace, self.dest, None) or 0) + 1)
+        self._mark(namespace, option_string)
+
+
+class _Help(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: Any):
+        super().__init__(option_strings, dest, nargs=0, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        del parser, namespace, values
+        raise _RefusedError(f"{option_string}: vllm serve would print its help and exit, not serve")
+
+
+_LORA_FIELDS = frozenset({"name", "path", "base_model_name"})
+
+
+class _Lora(_Origin):
+    """``--lora-modules``: ``name=path`` items, or JSON objects of LoRAModulePath."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        modules = []
+        for item in values:
+            if item in (None, "", "None"):
+                continue
+            if "=" in item and "," not in item:
+                name, path = item.split("=", 1)
+                modules.append({"name": name, "path": path})
+                continue
+            try:
+                found = json.loads(item)
+            except (ValueError, RecursionError):
+                parser.error(f"Invalid JSON format for --lora-modules: {shown(item)}")
+            if (
+                not isinstance(found, dict)
+                or not {"name", "path"} <= set(found)
+                or (set(found) - _LORA_FIELDS)
+            ):
+                parser.error(f"Invalid fields for --lora-modules: {shown(item)}")
+            modules.append(found)
+        setattr(namespace, self.dest, modules)
+        self._mark(namespace, option_string)
+
+
+# --- the parser -------------------------------------------------------------------
+
+
+class ServeOptions:
+    """One release's ``vllm serve`` options and the argparse parser built from them."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        self.strings: frozenset[str] = frozenset(s for o in data["options"] for s in o["strings"])
+        """Every option string ``vllm serve`` registers in this release."""
+        self.by_dest: dict[str, dict[str, Any]] = {o["dest"]: o for o in data["options"]}
+        """Each option by its destination (``moe_backend`` …)."""
+        self.exact: dict[str, dict[str, Any]] = {
+            string: o for o in data["options"] for string in o["strings"]
+        }
+        """Each option string's option, for the plain-line fast path."""
+        self.converters: dict[str, Callable[[str], Any] | None] = {
+            o["dest"]: None if o["dest"] in RAW_DESTS else _type(o.get("type"), o.get("fields"))
+            for o in data["options"]
+        }
+        """Each option's type callable (``None``: kept as text), for argparse and the
+        fast path alike."""
+        self._parser: _Parser | None = None
+
+    def fields(self, dest: str) -> dict[str, Any] | None:
+        """The field names (nested) of a config-dataclass option that refuses unknown
+        keys; ``None`` when unknown or not such an option."""
+        raw = self.by_dest.get(dest)
+        found: dict[str, Any] | None = raw.get("fields") if raw else None
+        return found
+
+    def flag(self, dest: str) -> str:
+        """The option string messages name ``dest`` by (its first)."""
+        raw = self.by_dest.get(dest)
+        if raw is None:
+            return "--" + dest.replace("_", "-")
+        found: str = raw.get("names", raw["strings"])[0]
+        return found
+
+    @property
+    def parser(self) -> _Parser:
+        """The argparse parser (built on first use)."""
+        if self._parser is None:
+            self._parser = self._build()
+        return self._parser
+
+    def _build(self) -> _Parser:
+        parser = _Parser(prog=self.data["prog"], add_help=False, allow_abbrev=True)
+        for raw in self.data["options"]:
+            action = _action(raw, self.converters[raw["dest"]])
+            parser._add_action(action)
+            action.option_strings = raw.get("names", raw["strings"])
+        positional = self.data["positional"]
+        parser.add_argument(
+            positional["dest"], nargs=positional["nargs"], default=argparse.SUPPRESS
+        )
+        return parser
+
+
+def _action(raw: dict[str, Any], convert: Callable[[str], Any] | None) -> argparse.Action:
+    kind, dest, strings = raw["action"], raw["dest"], raw["strings"]
+    common: dict[str, Any] = {"default": argparse.SUPPRESS}
+    if kind == "store_true":
+        return _Const(strings, dest, True, **common)
+    if kind == "store_false":
+        return _Const(strings, dest, False, **common)
+    if kind == "store_const":
+        return _Const(strings, dest, raw.get("const"), **common)
+    if kind == "boolean":
+        return _Boolean(strings, dest, frozenset(raw.get("negative", ())), **common)
+    if kind == "count":
+        return _Count(strings, dest, **common)
+    if kind == "help":
+        return _Help(strings, dest, **common)
+    kwargs: dict[str, Any] = {
+        **common,
+        "nargs": raw.get("nargs"),
+        "const": raw.get("const"),
+        "type": convert,
+        "choices": None if dest in RAW_DESTS else raw.get("choices"),
+    }
+    cls = {"store": _Store, "append": _Append, "lora": _Lora}[kind]
+    return cls(strings, dest, **kwargs)
+
+
+@cache
+def options(release: Release) -> ServeOptions:
+    """The ``vllm serve`` options of ``release`` (read once per process)."""
+    from kernelcfg.vllm.releases import data_path
+
+    path = data_path(f"serve-{release.version}.json")
+    with path.open(encoding="utf-8") as fh:
+        return ServeOptions(json.load(fh))
+
+
+_SIMPLE_FLAGS = frozenset({"store_true", "store_false", "store_const", "boolean"})
+
+
+def _plain(serve: ServeOptions, tokens: list[str]) -> dict[str, Any] | None:
+    """argparse's result for a plain line, without argparse's per-call walk over all
+    ~330 options: every option named exactly, single values that do not start with
+    ``-``, at most one positional, every value accepted. ``None`` for anything else,
+    which argparse then reads (and refuses with its own message). It pays: 0.3 ms of
+    each ``--batch`` line went to that walk (``make bench``)."""
+    given: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    earlier: dict[str, list[Any]] = {}
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        if not word.startswith("-"):
+            if "model_tag" in given:
+                return None
+            given["model_tag"] = word
+            i += 1
+            continue
+        name, eq, inline = word.partition("=")
+        raw = serve.exact.get(name)
+        if raw is None:
+            return None
+        kind, dest = raw["action"], raw["dest"]
+        if kind in _SIMPLE_FLAGS:
+            if eq:
+                return None
+            value: Any = {
+                "store_true": True,
+                "store_false": False,
+                "store_const": raw.get("const"),
+            }.get(kind, name not in raw.get("negative", ()))
+            origin: object = word
+        elif kind == "store" and raw.get("nargs") is None:
+            if eq:
+                text, origin = inline, word
+            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                i += 1
+                text = origin = tokens[i]
+            else:
+                return None
+            value = _plain_value(raw, serve.converters[dest], text)
+            if value is _REFUSED:
+                return None
+            if dest in RAW_DESTS:
+                earlier.setdefault(dest, []).append(value)
+        else:
+            return None
+        given[dest] = value
+        origins[dest] = getattr(origin, "origin", "flag")
+        i += 1
+    given["_origins"] = origins
+    if earlier:
+        given["_earlier"] = earlier
+    return given
+
+
+_REFUSED = object()
+
+
+def _plain_value(raw: dict[str, Any], convert: Callable[[str], Any] | None, text: str) -> Any:
+    """The value argparse would store, or ``_REFUSED`` (argparse then says why)."""
+    if raw["dest"] in RAW_DESTS:
+        return text
+    try:
+        value = convert(text) if convert is not None else text
+    except Exception:
+        return _REFUSED
+    choices = raw.get("choices")
+    if choices is not None and value not in choices:
+        return _REFUSED
+    return value
+
+
+def parse(release: Release, tokens: list[str]) -> dict[str, Any]:
+    """What ``vllm serve`` makes of pre-processed ``tokens``: the given options by
+    ``dest`` (``_origins`` says where each came from); one line on refusal."""
+    serve = options(release)
+    plain = _plain(serve, tokens)
+    if plain is not None:
+        return plain
+    try:
+        namespace = serve.parser.parse_args(tokens)
+    except _RefusedError as exc:
+        raise ArgumentError(_explain(serve, release, str(exc)), field=_field(str(exc))) from None
+    return vars(namespace)
+
+
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _elsewhere(release: Release, name: str) -> str:
+    """``; NAME exists in vLLM …`` when other releases have the option, else ``""``."""
+    from kernelcfg.vllm import releases
+
+    having = releases.versions_where(
+        lambda r: r.version != release.version and name in options(r).strings
+    )
+    if not having:
+        return ""
+    return f"; {name} exists in vLLM {', '.join(having)}; you are resolving for {release.version}"
+
+
+_CHOICE = re.compile(r"^argument (\S+): invalid choice: (.*?) \(choose from (.*)\)$", re.S)
+
+
+def _field(message: str) -> str | None:
+    match = re.match(r"argument (\S+?)[:/]", message)
+    if match:
+        return match.group(1)
+    if message.startswith(_UNRECOGNIZED):
+        return message[len(_UNRECOGNIZED) :].split(" ", 1)[0]
+    return None
+
+
+def _explain(serve: ServeOptions, release: Release, message: str) -> str:
+    """argparse's refusal, with the closest real option or choice where one is near."""
+    first = message.splitlines()[0] if message else message
+    where = f"vllm serve {release.version}"
+    if first.startswith(_UNRECOGNIZED):
+        words = first[len(_UNRECOGNIZED) :].split(" ")
+        options_given = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+        hint = ""
+        if options_given:
+            hint = _elsewhere(release, options_given[0])
+            near = closest(options_given[0], sorted(s for s in serve.strings if s.startswith("--")))
+            if near and not hint:
+                hint = f"; did you mean {near!r}?"
+        return (
+            f"unrecognized arguments: {shown(' '.join(words), 200)} ({where} has no such "
+            f"option or takes no more positional words; it exits 2){hint}"
+        )
+    match = _CHOICE.match(first)
+    if match:
+        flag, value, allowed = match.groups()
+        choices = [c.strip().strip("'") for c in allowed.split(",")]
+        near = closest(value.strip("'"), choices)
+        hint = f" (did you mean {near!r}?)" if near else ""
+        return f"argument {flag}: invalid choice {value}; allowed: {', '.join(choices)}{hint}"
+    if "\n" in message:
+        return f"{first} ({' '.join(line.strip() for line in message.splitlines()[1:3])})"
+    return first

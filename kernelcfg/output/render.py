@@ -1,0 +1,435 @@
+"""A resolution as data (the JSON contract) and as text: json, yaml, env, args, table.
+
+Only :func:`table` imports rich; the machine formats never do.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from kernelcfg.commands.pipeline import Failure
+from kernelcfg.engine.resolution import Resolution
+from kernelcfg.vllm import hashing
+from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND
+
+__all__ = [
+    "FORMAT_VERSION",
+    "all_sources",
+    "as_args",
+    "as_data",
+    "as_env",
+    "as_json",
+    "as_yaml",
+    "exit_code_of",
+    "json_line",
+    "table",
+]
+
+FORMAT_VERSION = "1"
+
+
+def as_data(
+    result: Resolution | Failure, *, strict: bool = False, sources: bool = False
+) -> dict[str, Any]:
+    """The JSON contract's object for one resolution (or unusable input)."""
+    if isinstance(result, Failure):
+        return {
+            "format_version": FORMAT_VERSION,
+            "vllm_version": result.release.version if result.release else None,
+            "valid": False,
+            "platform": result.target.as_dict() if result.target else None,
+            "kernel_config": None,
+            "parallel_config": None,
+            "compilation": None,
+            "ir_dispatch": None,
+            "hash": None,
+            "hash_scheme": result.release.hash_scheme if result.release else None,
+            "hash_factors": None,
+            "problems": [result.problem.as_dict()],
+            "vllm_version_source": None,
+            "model": None,
+        }
+    problems = result.problems
+    valid = result.exit_code(strict=strict) == 0
+    data: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "vllm_version": result.release.version,
+        "valid": valid,
+        "platform": result.target.as_dict(),
+        "kernel_config": result.kernel_config,
+        "parallel_config": result.parallel or None,
+        "compilation": result.compilation or None,
+        "ir_dispatch": result.ir_dispatch or None,
+        "hash": result.hash,
+        "hash_scheme": result.release.hash_scheme,
+        "hash_factors": result.hash_factors,
+        "problems": [p.as_dict() for p in problems],
+        "vllm_version_source": _version_source(result),
+        "model": model_data(result),
+    }
+    if sources:
+        data["sources"] = all_sources(result)
+        data["other_options"] = dict(result.inputs.other_options) if result.inputs else {}
+    return data
+
+
+_SOURCE_WORDS = {
+    "flag": "--vllm-version",
+    "environment": "KERNELCFG_VLLM_VERSION",
+    "installed": "installed here",
+    "newest": "newest known",
+}
+
+
+def model_data(result: Resolution) -> dict[str, Any] | None:
+    """What was read about the model (``None`` when nothing was given about it)."""
+    inputs = result.inputs
+    if inputs is None or not (
+        inputs.model or inputs.architectures or inputs.quantization or inputs.quant_scheme
+    ):
+        return None
+    return {
+        "id": inputs.model,
+        "architectures": inputs.architectures,
+        "quantization": inputs.quantization,
+        "quant_scheme": inputs.quant_scheme,
+        "source": inputs.model_source,
+        "config_file": inputs.model_config_file,
+    }
+
+
+def _version_source(result: Resolution) -> str:
+    """What chose the release: flag, environment, installed or newest."""
+    inputs = result.inputs
+    return inputs.sources.get("vllm_version", "newest") if inputs else "newest"
+
+
+def all_sources(result: Resolution) -> dict[str, str]:
+    """Where every resolved value came from; ``default`` where nothing set it."""
+    names: list[str] = []
+    for name, value in (result.kernel_config or {}).items():
+        if name == "ir_op_priority":
+            names += [f"ir_op_priority.{op}" for op in value]
+        else:
+            names.append(name)
+    names += [f"compilation.{k}" for k in result.compilation]
+    names += list(result.parallel)
+    return {name: result.sources.get(name, "default") for name in names}
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False, allow_nan=False).encode
+_FRAGMENTS: dict[object, str] = {}
+
+
+def _fragment(key: object, value: Any) -> str:
+    """The compact JSON of a value that repeats across lines, encoded once."""
+    found = _FRAGMENTS.get(key)
+    if found is None:
+        found = _FRAGMENTS[key] = _ENCODE(value)
+    return found
+
+
+def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bool = False) -> str:
+    """One compact JSON line of the contract object plus ``extra`` keys (``--batch``).
+
+    The same object as :func:`as_data`; parts that repeat from line to line (the
+    platform, the dispatch chains, the compilation settings) are encoded once.
+    """
+    if isinstance(result, Failure):
+        data = as_data(result, strict=strict)
+        data.update(extra)
+        return _ENCODE(data)
+    comp = result.compilation
+    par = result.parallel
+    chains = result.ir_dispatch
+    parts = [
+        '{"format_version":"1","vllm_version":',
+        _fragment(("v", result.release.version), result.release.version),
+        ',"valid":',
+        "true" if result.exit_code(strict=strict) == 0 else "false",
+        ',"platform":',
+        _fragment(result.target, result.target.as_dict()),
+        ',"kernel_config":',
+        _ENCODE(result.kernel_config),
+        ',"parallel_config":',
+        _fragment(("p", *par.values()), par) if par else "null",
+        ',"compilation":',
+        _fragment(("c", *comp.values()), comp) if comp else "null",
+        ',"ir_dispatch":',
+        _fragment(("d", *(tuple(c) for c in chains.values())), chains) if chains else "null",
+        ',"hash":',
+        _ENCODE(result.hash),
+        ',"hash_scheme":',
+        _fragment(("s", result.release.hash_scheme), result.release.hash_scheme),
+        ',"hash_factors":',
+        _ENCODE(result.hash_factors),
+        ',"problems":',
+        _ENCODE([p.as_dict() for p in result.problems]),
+        ',"vllm_version_source":',
+        _ENCODE(_version_source(result)),
+        ',"model":',
+        _ENCODE(model_data(result)),
+    ]
+    for key, value in extra.items():
+        parts += [",", _ENCODE(key), ":", _ENCODE(value)]
+    parts.append("}")
+    return "".join(parts)
+
+
+def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
+    """The exit code a resolution (or failure) stands for."""
+    if isinstance(result, Failure):
+        return result.problem.exit_code
+    return result.exit_code(strict=strict)
+
+
+def as_json(data: dict[str, Any], *, indent: int | None = 2) -> str:
+    """JSON text of a contract object."""
+    return json.dumps(data, indent=indent, allow_nan=False)
+
+
+def as_yaml(data: dict[str, Any]) -> str:
+    """YAML text of a contract object."""
+    import yaml
+
+    return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+
+
+def _env_name(*parts: str) -> str:
+    return "KERNELCFG_" + "_".join(p.upper().replace(".", "_").replace("-", "_") for p in parts)
+
+
+def _env_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
+    """``KERNELCFG_…=…`` lines, shell-quoted, for ``eval`` or ``source``; with
+    ``exit_code``, a last ``KERNELCFG_EXIT`` line (``set -e`` cannot see the code of a
+    command inside ``eval "$(…)"``)."""
+    pairs: list[tuple[str, Any]] = [
+        (_env_name("valid"), data["valid"]),
+        (_env_name("vllm_version"), data["vllm_version"]),
+        (_env_name("hash"), data["hash"]),
+    ]
+    for key, value in (data.get("platform") or {}).items():
+        pairs.append((_env_name("platform", key), value))
+    for key, value in (data.get("model") or {}).items():
+        pairs.append((_env_name("model", key), value))
+    for key, value in (data.get("kernel_config") or {}).items():
+        if key == "ir_op_priority":
+            for op, lst in value.items():
+                pairs.append((_env_name("ir_op_priority", op), lst))
+        else:
+            pairs.append((_env_name(key), value))
+    for key, value in (data.get("parallel_config") or {}).items():
+        pairs.append((_env_name(key), value))
+    for key, value in (data.get("compilation") or {}).items():
+        pairs.append((_env_name("compilation", key), value))
+    for op, chain in (data.get("ir_dispatch") or {}).items():
+        pairs.append((_env_name("ir_dispatch", op), chain))
+    errors = [p for p in data["problems"] if p["severity"] == "error"]
+    pairs.append((_env_name("errors"), len(errors)))
+    if exit_code is not None:
+        pairs.append((_env_name("exit"), exit_code))
+    return "".join(f"{name}={shlex.quote(_env_value(value))}\n" for name, value in pairs)
+
+
+def _derived(source: str) -> bool:
+    """A value start-up filled in itself, which the flags reproduce without naming it."""
+    return source.endswith(" default") or source == "--enforce-eager"
+
+
+def as_args(result: Resolution) -> list[str]:
+    """Canonical vLLM flags that reproduce the resolved kernel config (and its hash)."""
+    inputs = result.inputs
+    config = result.kernel_config
+    if inputs is None or config is None:
+        return []
+    facts = result.release.field_facts
+    kernel: dict[str, Any] = {}
+    for name, value in config.items():
+        if name == "ir_op_priority":
+            given = {
+                op: lst
+                for op, lst in value.items()
+                if "flag" in result.sources.get(f"ir_op_priority.{op}", "")
+                or op in inputs.kernel_config.get("ir_op_priority", {})
+            }
+            if given:
+                kernel[name] = given
+        elif value != facts[name].default and not _derived(result.sources.get(name, "")):
+            kernel[name] = value
+    out: list[str] = []
+    if kernel:
+        out += ["--kernel-config", json.dumps(kernel, separators=(",", ":"))]
+    if inputs.optimization_level != 2:
+        out.append(f"-O{inputs.optimization_level}")
+    compilation: dict[str, Any] = {}
+    if inputs.compilation_mode is not None:
+        compilation["mode"] = inputs.compilation_mode
+    if inputs.cudagraph_mode is not None:
+        compilation["cudagraph_mode"] = inputs.cudagraph_mode
+    if inputs.compile_backend:
+        compilation["backend"] = inputs.compile_backend
+    if compilation:
+        out += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
+    if inputs.enforce_eager:
+        out.append("--enforce-eager")
+    if inputs.enable_fault_tolerance:
+        out.append("--enable-fault-tolerance")
+    if inputs.enable_lora:
+        out.append("--enable-lora")
+    a2a = result.parallel.get("all2all_backend")
+    passthrough = result.release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
+    if a2a not in (None, DEFAULT_ALL2ALL_BACKEND, passthrough):
+        out += ["--all2all-backend", str(a2a)]
+    if inputs.enable_expert_parallel:
+        out.append("--enable-expert-parallel")
+    if inputs.tensor_parallel_size != 1:
+        out += ["--tensor-parallel-size", str(inputs.tensor_parallel_size)]
+    if inputs.data_parallel_size != 1:
+        out += ["--data-parallel-size", str(inputs.data_parallel_size)]
+    return out
+
+
+def fold(table: Any) -> Any:
+    """``table`` with every column wrapping long values instead of cutting them, so
+    that an 80-column terminal (a CI log) still shows every value whole."""
+    for column in table.columns:
+        column.overflow = "fold"
+    return table
+
+
+def _model_line(model: dict[str, Any]) -> str:
+    """The model as one line of the table."""
+    said = [f"model {model['id']}" if model["id"] else "model"]
+    if model["architectures"]:
+        said.append(", ".join(model["architectures"]))
+    if model["quantization"] or model["quant_scheme"]:
+        said.append(" / ".join(str(q) for q in (model["quantization"], model["quant_scheme"]) if q))
+    line = "; ".join(said)
+    return line + (f"  (from {model['source']})" if model["source"] else "")
+
+
+def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
+    """A rich renderable for people: fields with their sources, dispatch, hash, problems."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    data = as_data(result, strict=strict)
+    parts: list[Any] = []
+    platform = data.get("platform") or {}
+    head = Text()
+    head.append(f"vLLM {data['vllm_version'] or '?'}", style="bold")
+    if data.get("vllm_version_source"):
+        head.append(f" ({_SOURCE_WORDS[data['vllm_version_source']]})")
+    if platform:
+        extra = platform.get("capability") or platform.get("gfx_arch") or ""
+        head.append(
+            f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
+            f"from {platform['source']})"
+        )
+    head.append(
+        "  valid" if data["valid"] else "  NOT VALID",
+        style="green" if data["valid"] else "red bold",
+    )
+    parts.append(head)
+    model = data.get("model")
+    if model:
+        parts.append(Text(_model_line(model)))
+    if isinstance(result, Resolution) and result.kernel_config is not None:
+        fields = Table(title="kernel config", title_justify="left", expand=False)
+        fields.add_column("field")
+        fields.add_column("value")
+        fields.add_column("from", style="dim")
+        fields.add_column("hashed", justify="center")
+        fold(fields)
+        sources = all_sources(result)
+        ignored = hashing.ignored_factors(result.release, result.kernel_config)
+        ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
+        for name, value in result.kernel_config.items():
+            if name == "ir_op_priority":
+                for op, lst in value.items():
+                    key = f"ir_op_priority.{op}"
+                    fields.add_row(key, ",".join(lst or []), sources[key], ir_hashed)
+                continue
+            hashed = "no" if name in ignored else "yes"
+            fields.add_row(name, json.dumps(value), sources[name], hashed)
+        parts.append(fields)
+        other = Table(title="engine", title_justify="left")
+        other.add_column("setting")
+        other.add_column("value")
+        other.add_column("from", style="dim")
+        fold(other)
+        for key, value in result.compilation.items():
+            other.add_row(f"compilation.{key}", str(value), sources[f"compilation.{key}"])
+        for key, value in result.parallel.items():
+            other.add_row(key, str(value), sources[key])
+        parts.append(other)
+        if result.ir_dispatch:
+            dispatch = Table(title="IR dispatch on this target", title_justify="left")
+            dispatch.add_column("op")
+            dispatch.add_column("providers tried, in order")
+            fold(dispatch)
+            for op, chain in result.ir_dispatch.items():
+                dispatch.add_row(op, " → ".join(chain))
+            parts.append(dispatch)
+    if data["hash"]:
+        parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
+    notes = [p for p in data["problems"] if p["severity"] == "info"]
+    for problem in notes:
+        parts.append(Text(f"note: {problem['message']}", style="dim"))
+    return Group(*parts)
+
+
+def summary_row(
+    result: Resolution | Failure, line_id: Any, code: int, *, strict: bool = False
+) -> dict[str, Any]:
+    """One ``--batch --format table`` row: id, target, verdict, hash prefix, first problem."""
+    data = as_data(result, strict=strict)
+    platform = data.get("platform") or {}
+    first = next(
+        (p for p in data["problems"] if p["severity"] != "info"),
+        None,
+    )
+    return {
+        "id": str(line_id),
+        "target": f"{platform.get('device') or '?'}, vLLM {data['vllm_version'] or '?'}",
+        "exit_code": code,
+        "hash": (data["hash"] or "")[:12],
+        "problem": f"{first['severity']}: {first['message']}" if first else "",
+    }
+
+
+def summary_table(rows: list[dict[str, Any]]) -> Any:
+    """A rich table of ``--batch`` results, one row per line, and the counts per exit code."""
+    from collections import Counter
+
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = fold(Table("id", "target", "exit", "hash", "first problem", title="kernelcfg --batch"))
+    for row in rows:
+        table.add_row(
+            Text(row["id"]),
+            Text(row["target"]),
+            str(row["exit_code"]),
+            row["hash"],
+            Text(row["problem"]),
+        )
+    counts = Counter(row["exit_code"] for row in rows)
+    tally = ", ".join(f"{n} exit {code}" for code, n in sorted(counts.items()))
+    return Group(table, Text(f"{len(rows)} lines: {tally}" if rows else "no lines"))

@@ -1,0 +1,160 @@
+"""vLLM's compile-cache hash, reproduced: canonical values, factors, digest.
+
+Every function here is pure (the IR sub-hash is cached, nothing else is kept). How a
+release hashes is data: its file names a scheme of :data:`SCHEMES`, one small function
+each. The two steps are kept apart so that the factors can be
+shown to a person (``hash_factors``) and digested exactly as vLLM does (``digest``):
+``sha256(json.dumps(factors, sort_keys=True))`` with ``json``'s default separators.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence, Set
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from kernelcfg.base.errors import UnknownProviderError
+
+if TYPE_CHECKING:
+    from kernelcfg.vllm.releases import Release
+
+__all__ = [
+    "SCHEMES",
+    "SCHEME_WORDS",
+    "digest",
+    "ignored_factors",
+    "ir_factors",
+    "ir_hash",
+    "kernel_factors",
+    "normalize_value",
+]
+
+
+def normalize_value(value: Any) -> Any:
+    """Return the canonical, JSON-ready form vLLM hashes for ``value``.
+
+    Primitives pass through; a mapping becomes a sorted sequence of ``(str(key),
+    value)`` pairs; a set becomes the sorted ``repr`` of its members; any other
+    sequence keeps its order and duplicates. Lists come back as lists (JSON arrays),
+    which is what vLLM's tuples turn into once dumped.
+    """
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        return sorted([str(k), normalize_value(v)] for k, v in value.items())
+    if isinstance(value, Set):
+        return sorted(repr(_frozen(normalize_value(v))) for v in value)
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return [normalize_value(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    raise TypeError(f"normalize_value: unsupported type {type(value).__name__!r}")
+
+
+def _frozen(value: Any) -> Any:
+    """Lists as tuples, so that ``repr`` matches vLLM's tuple-based canonical form."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def digest(factors: Mapping[str, Any]) -> str:
+    """SHA-256 hex digest of ``factors`` as vLLM's ``hash_factors`` computes it."""
+    return hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()
+
+
+def ir_factors(release: Release, lists: Mapping[str, Sequence[str] | None]) -> dict[str, Any]:
+    """What ``IrOpPriorityConfig.compute_hash`` digests: the lists, and ``_impls``.
+
+    ``_impls`` maps each op to ``{provider: uuid}`` for the providers its list names
+    (a dict, so duplicates collapse). A provider not registered for the op raises
+    :class:`UnknownProviderError`, where vLLM raises a bare ``KeyError``.
+    """
+    factors: dict[str, Any] = {}
+    impls: dict[str, dict[str, str]] = {}
+    for op in release.ir_ops:
+        lst = lists.get(op)
+        factors[op] = normalize_value(lst)
+        registered = release.providers(op)
+        chosen: dict[str, str] = {}
+        for provider in lst or ():
+            if provider not in registered:
+                raise UnknownProviderError(op, provider, registered)
+            chosen[provider] = registered[provider]["uuid"]
+        impls[op] = chosen
+    factors["_impls"] = impls
+    return factors
+
+
+@cache
+def _ir_hash(release: Release, lists: tuple[tuple[str, ...] | None, ...]) -> str:
+    """The IR-op sub-hash of ``lists`` (one per op, in op order); few distinct lists
+    occur in practice, so they are cached."""
+    return digest(ir_factors(release, dict(zip(release.ir_ops, lists, strict=True))))
+
+
+def ir_hash(release: Release, lists: Mapping[str, Sequence[str] | None]) -> str:
+    """``IrOpPriorityConfig.compute_hash()``: the digest of :func:`ir_factors`."""
+    key = tuple(None if lists.get(op) is None else tuple(lists[op]) for op in release.ir_ops)  # type: ignore[arg-type]
+    return _ir_hash(release, key)
+
+
+def ignored_factors(release: Release, values: Mapping[str, Any]) -> set[str]:
+    """The fields the release's kernel-config hash leaves out for these values."""
+    ignored = set(release.hash_ignored)
+    ignored.update(n for n in release.hash_ignored_when_none if values.get(n) is None)
+    return ignored
+
+
+def _factors(
+    release: Release,
+    values: Mapping[str, Any],
+    ir_factor: Callable[[Release, Mapping[str, Sequence[str] | None]], Any],
+) -> dict[str, Any]:
+    """The fields' canonical values, less those the hash ignores, with the IR-op
+    priority (while the release has it) as ``ir_factor`` makes it."""
+    ignored = ignored_factors(release, values)
+    factors = {
+        f.name: normalize_value(values[f.name])
+        for f in release.kernel_fields
+        if f.name not in ignored and f.name != release.ir_field
+    }
+    if release.ir_field is not None:
+        factors[release.ir_field] = ir_factor(release, values[release.ir_field])
+    return factors
+
+
+def _compute_hash_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM 0.29.0-0.33.0, ``KernelConfig.compute_hash()``: the fields, with the
+    IR-op priority as the hex digest of its own factors (a sub-hash)."""
+    return _factors(release, values, ir_hash)
+
+
+def _hash_config_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM 0.34.0 on, ``hash_config(cfg)`` over ``cfg.compile_factors()``: the fields,
+    with the IR-op priority (while the release has it) as its nested factor dict."""
+    return _factors(release, values, ir_factors)
+
+
+SCHEMES: dict[str, Callable[[Release, Mapping[str, Any]], dict[str, Any]]] = {
+    "compute_hash": _compute_hash_factors,
+    "hash_config": _hash_config_factors,
+}
+"""How a release hashes its kernel config, by the name its data file gives."""
+
+
+SCHEME_WORDS = {
+    "compute_hash": "KernelConfig.compute_hash(): sha256 of the kernel config's factors, "
+    "with ir_op_priority as the hex digest of its own factors",
+    "hash_config": "the kernel config is no longer hashed on its own; kernelcfg reports "
+    "sha256 of its compile factors, the value under `kernel` in vLLM's compile-cache key "
+    "(ir_op_priority, while the release has it, enters as its lists plus provider uuids)",
+}
+"""Each scheme in words, for ``versions`` and the docs."""
+
+
+def kernel_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Exactly what the release digests for a kernel config (its hash scheme's factors)."""
+    return SCHEMES[release.hash_scheme](release, values)

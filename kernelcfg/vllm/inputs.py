@@ -1,0 +1,86 @@
+"""What a ``vllm serve`` command line says about kernels, once read.
+
+:func:`kernelcfg.flags.argv.parse` fills an :class:`Inputs` from flags; the Python API can
+build one directly. Values are as vLLM's parser leaves them: the ``--kernel-config``
+mapping unvalidated (validation is the resolution's first step), top-level flags
+already checked against their choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelcfg.base.problems import Problem
+
+__all__ = ["DEFAULT_ALL2ALL_BACKEND", "Inputs"]
+
+DEFAULT_ALL2ALL_BACKEND = "allgather_reducescatter"
+"""vLLM's ``ParallelConfig.all2all_backend`` default."""
+
+
+@dataclass
+class Inputs:
+    """The kernel-related settings of one ``vllm serve`` invocation."""
+
+    kernel_config: dict[str, Any] = field(default_factory=dict)
+    """The ``--kernel-config`` mapping (whole JSON or gathered dotted keys)."""
+    kernel_values: dict[str, Any] | None = None
+    """``kernel_config`` once validated (every field); ``None`` until then."""
+    moe_backend: str = "auto"
+    """``--moe-backend`` (normalised); overrides the kernel config unless ``auto``."""
+    linear_backend: str = "auto"
+    """``--linear-backend`` (normalised); overrides unless ``auto``."""
+    sparse_indexer_topk_backend: str = "auto"
+    """``--sparse-indexer-topk-backend`` (normalised); overrides unless ``auto``."""
+    ir_op_priority: dict[str, list[str]] = field(default_factory=dict)
+    """The top-level ``--ir-op-priority`` lists, already split."""
+    enable_flashinfer_autotune: bool | None = None
+    """``--enable-flashinfer-autotune`` / ``--disable-…``; ``None`` when not given."""
+    monokernel: bool = False
+    """``--monokernel``; it can only ever turn the kernel config's value on."""
+    enforce_eager: bool = False
+    """``--enforce-eager``."""
+    enable_fault_tolerance: bool = False
+    """``--enable-fault-tolerance``: keeps JIT warm-up on under ``--enforce-eager``."""
+    enable_lora: bool | None = None
+    """``--enable-lora``."""
+    all2all_backend: str = DEFAULT_ALL2ALL_BACKEND
+    """``--all2all-backend`` as given."""
+    all2all_given: bool = False
+    """Whether ``--all2all-backend`` was given."""
+    enable_expert_parallel: bool = False
+    """``--enable-expert-parallel`` / ``-ep``."""
+    data_parallel_size: int = 1
+    """``--data-parallel-size`` / ``-dp``."""
+    tensor_parallel_size: int = 1
+    """``--tensor-parallel-size`` / ``-tp``."""
+    compilation_mode: str | None = None
+    """``-cc.mode`` as a CompilationMode name; ``None`` when not given."""
+    cudagraph_mode: str | None = None
+    """``-cc.cudagraph_mode`` as a CUDAGraphMode name; ``None`` when not given."""
+    compile_backend: str = ""
+    """``-cc.backend``; ``""`` means the platform's (``inductor``)."""
+    optimization_level: int = 2
+    """``-O``/``--optimization-level``, 0 to 3."""
+    model: str | None = None
+    """The model (positional or ``--model``), when given."""
+    architectures: list[str] | None = None
+    """The model's architectures, when known (flag or local ``config.json``)."""
+    quantization: str | None = None
+    """``--quantization``/``-q``, or the local ``config.json``'s quantisation method."""
+    quant_scheme: str | None = None
+    """The quantisation scheme (``--quant-scheme``, or mapped where certain)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables the engine would see (``--env`` over the process's)."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Where each given setting came from: ``flag``, ``config file``, ``kernel-config``."""
+    model_source: str | None = None
+    """Where the model's config.json was read: ``--hf-config-path``, ``local folder``,
+    ``Hugging Face cache``; ``None`` when it was not found here."""
+    model_config_file: str | None = None
+    """That config.json's path."""
+    other_options: dict[str, str] = field(default_factory=dict)
+    """The ``vllm serve`` options given that do not bear on kernels, with their source."""
+    notes: list[Problem] = field(default_factory=list)
+    """Warnings and notes from reading the flags (lost YAML ``false``, ignored flags)."""

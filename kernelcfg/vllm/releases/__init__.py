@@ -1,0 +1,357 @@
+"""Per-release facts of vLLM, one JSON file per release, and the loader.
+
+Nothing else in kernelcfg knows version numbers: code asks a :class:`Release` for
+its fields, choice lists, constants, IR providers and rules. A resolve reads only the
+file of the release it needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Any
+
+from kernelcfg.base.errors import UnknownVersionError
+
+__all__ = [
+    "Chosen",
+    "Release",
+    "catalogue",
+    "choose",
+    "data_path",
+    "installed_vllm",
+    "known_versions",
+    "load",
+    "newest",
+    "parse_version",
+    "version_key",
+    "versions_where",
+]
+
+_DIR = Path(__file__).resolve().parent
+_NAME = re.compile(r"^vllm-(\d+\.\d+\.\d+)\.json$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+@cache
+def version_key(version: str) -> tuple[int, ...]:
+    """``X.Y.Z`` as a tuple of integers, for ordering releases."""
+    return tuple(int(p) for p in version.split("."))
+
+
+@cache
+def known_versions() -> tuple[str, ...]:
+    """Every release kernelcfg has data for, oldest first."""
+    found = (m.group(1) for m in map(_NAME.match, os.listdir(_DIR)) if m)
+    return tuple(sorted(found, key=version_key))
+
+
+def data_path(name: str) -> Path:
+    """A data file of the releases folder (``serve-0.34.0.json`` …)."""
+    return _DIR / name
+
+
+def newest() -> str:
+    """The newest release kernelcfg knows."""
+    return known_versions()[-1]
+
+
+def parse_version(text: str) -> str:
+    """Canonical ``X.Y.Z`` for ``0.32``, ``0.32.0`` or ``v0.32.0``; known releases only."""
+    match = _VERSION.match(text.strip())
+    if match:
+        major, minor, patch = match.groups()
+        wanted = f"{major}.{minor}.{patch or 0}"
+        if wanted in known_versions():
+            return wanted
+    raise UnknownVersionError(text, known_versions())
+
+
+@dataclass(frozen=True)
+class FieldFacts:
+    """One field of ``KernelConfig`` as a release declares it."""
+
+    name: str
+    """The field's name."""
+    kind: str
+    """``ir_op_priority``, ``bool``, ``choice`` or ``choice_map``."""
+    default: Any
+    """The default value (``None`` for the IR-op priority, built by a factory)."""
+    choices: str | None
+    """For ``choice`` and ``choice_map``: the name of the choice list."""
+    nullable: bool
+    """Whether ``None`` passes validation (vLLM's skip-``None`` validator)."""
+    min_length: int | None
+    """For ``choice_map``: the least number of entries."""
+    doc: str
+    """What the field means, in kernelcfg's words."""
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """The facts of one vLLM release that bear on kernel configuration."""
+
+    version: str
+    """``X.Y.Z``."""
+    data: dict[str, Any] = field(repr=False)
+    """The release's whole data file."""
+
+    @cached_property
+    def kernel_fields(self) -> tuple[FieldFacts, ...]:
+        """``KernelConfig``'s fields, in declaration order."""
+        return _kernel_fields(self)
+
+    @cached_property
+    def field_facts(self) -> dict[str, FieldFacts]:
+        """``KernelConfig``'s fields by name, in declaration order."""
+        return {f.name: f for f in self.kernel_fields}
+
+    @cached_property
+    def ir_field(self) -> str | None:
+        """The IR-op priority field (``ir_op_priority``), or ``None`` once a release drops it."""
+        return next((f.name for f in self.kernel_fields if f.kind == "ir_op_priority"), None)
+
+    @cached_property
+    def ir_ops(self) -> tuple[str, ...]:
+        """``IrOpPriorityConfig``'s fields (the IR ops), in declaration order."""
+        section = self.data.get("ir_op_priority") or {"fields": []}
+        return tuple(f["name"] for f in section["fields"])
+
+    def choices(self, name: str) -> tuple[str, ...]:
+        """A choice list by field name or vLLM alias (``moe_backend``, ``MoEBackend``)."""
+        return self._choices.get(_ALIASES.get(name, name), ())
+
+    @cached_property
+    def _choices(self) -> dict[str, tuple[str, ...]]:
+        return {alias: tuple(values) for alias, values in self.data["choices"].items()}
+
+    def constant(self, name: str, default: Any = None) -> Any:
+        """A module-level constant of ``vllm.config.kernel`` (sets as sorted lists)."""
+        return self.data["constants"].get(name, default)
+
+    @cached_property
+    def hash_scheme(self) -> str:
+        """How this release hashes its kernel config: a name in ``hashing.SCHEMES``."""
+        scheme: str = self.data["kernel_config"]["hash_scheme"]
+        return scheme
+
+    @cached_property
+    def hash_ignored(self) -> frozenset[str]:
+        """Fields ``KernelConfig.compute_hash`` always leaves out."""
+        return frozenset(self.data["kernel_config"]["hash_ignored"])
+
+    @cached_property
+    def hashed_fields(self) -> tuple[str, ...]:
+        """The kernel-config fields the hash digests (``None`` may still skip some); the
+        IR-op priority always counts, as a sub-hash or as nested factors."""
+        return tuple(
+            f.name
+            for f in self.kernel_fields
+            if f.name not in self.hash_ignored or f.kind == "ir_op_priority"
+        )
+
+    @cached_property
+    def hash_ignored_when_none(self) -> frozenset[str]:
+        """Fields left out of the hash only while they are ``None``."""
+        return frozenset(self.data["kernel_config"]["hash_ignored_when_none"])
+
+    @cached_property
+    def normalized_fields(self) -> frozenset[str]:
+        """Fields whose strings are lower-cased, ``-`` to ``_``, before validation."""
+        return frozenset(self.data["kernel_config"]["normalized"])
+
+    def providers(self, op: str) -> dict[str, dict[str, Any]]:
+        """The providers registered for an IR op: name to ``{file, uuid, ...}``."""
+        return dict(self.data["ir_ops"].get(op, {}).get("providers", {}))
+
+    def has_function(self, name: str) -> bool:
+        """Whether ``vllm.config.kernel`` defines this rule function."""
+        return bool(self.data["functions"].get(name))
+
+    @cached_property
+    def moe_ep_model_checked(self) -> frozenset[str]:
+        """MoE backends that ``validate_flashinfer_moe_ep_model`` checks."""
+        return frozenset(self.data["functions"].get("validate_flashinfer_moe_ep_model") or ())
+
+    @property
+    def rules(self) -> dict[str, Any]:
+        """The maintainer-written rules: docs, platform IR defaults, provider support."""
+        rules: dict[str, Any] = self.data["rules"]
+        return rules
+
+    @cached_property
+    def engine_rules(self) -> dict[str, Any]:
+        """Rules of engine start-up: LoRA limits, removed all2all backends, warnings."""
+        found: dict[str, Any] = self.rules.get("engine", {})
+        return found
+
+    @cached_property
+    def compilation_rules(self) -> dict[str, Any]:
+        """Compilation rules: optimisation levels, breakable CUDA graphs, eager mode."""
+        found: dict[str, Any] = self.rules.get("compilation", {})
+        return found
+
+    def breakable_architectures(self, kind: str) -> frozenset[str]:
+        """Architectures that turn on breakable CUDA graphs by default on ``kind``."""
+        default = frozenset(self.data.get("breakable_cudagraph_architectures", ()))
+        override = self.compilation_rules.get("breakable_cudagraph_by_platform", {}).get(kind)
+        if override is None:
+            return default
+        if "only" in override:
+            return frozenset(override["only"])
+        return (default | frozenset(override.get("plus", ()))) - frozenset(
+            override.get("minus", ())
+        )
+
+    def level_defaults(self, level: int) -> dict[str, Any]:
+        """What optimisation level ``level`` fills in when still unset."""
+        found: dict[str, Any] = self.compilation_rules.get("optimization_levels", {}).get(
+            str(level), {}
+        )
+        return found
+
+    @cached_property
+    def refused_envs(self) -> frozenset[str]:
+        """Variables this release checks at engine start-up (``Platform.validate_environ``):
+        removed ones, and ones whose value it checks."""
+        checked = self.rules.get("env_validation", {})
+        return frozenset(self.data.get("envs_removed", {})) | {
+            name for name, rule in checked.items() if isinstance(rule, dict)
+        }
+
+    @cached_property
+    def envs(self) -> frozenset[str]:
+        """The environment variables this release's ``vllm/envs.py`` knows."""
+        return frozenset(self.data["envs"])
+
+
+_ALIASES = {
+    "moe_backend": "MoEBackend",
+    "linear_backend": "LinearBackend",
+    "linear_backend_per_quant": "LinearBackend",
+    "sparse_indexer_topk_backend": "SparseIndexerTopkBackend",
+    "all2all_backend": "All2AllBackend",
+    "rdna_hybrid_w4a16_prefill_dequant": "RDNAHybridW4A16PrefillDequantMode",
+}
+
+
+def _field_kind(annotation: str) -> tuple[str, str | None]:
+    if annotation == "IrOpPriorityConfig":
+        return "ir_op_priority", None
+    if annotation == "bool":
+        return "bool", None
+    match = re.fullmatch(r"dict\[str, (\w+)\] \| None", annotation)
+    if match:
+        return "choice_map", match.group(1)
+    return "choice", annotation
+
+
+@cache
+def _kernel_fields(release: Release) -> tuple[FieldFacts, ...]:
+    decl = release.data["kernel_config"]
+    docs = release.rules.get("docs", {}).get("fields", {})
+    nullable = set(decl["skip_none_validation"])
+    out = []
+    for raw in decl["fields"]:
+        kind, choices = _field_kind(raw["annotation"])
+        out.append(
+            FieldFacts(
+                name=raw["name"],
+                kind=kind,
+                default=raw.get("default"),
+                choices=choices,
+                nullable=raw["name"] in nullable or kind == "choice_map",
+                min_length=raw.get("min_length"),
+                doc=docs.get(raw["name"], ""),
+            )
+        )
+    return tuple(out)
+
+
+def load(version: str | None = None) -> Release:
+    """The release ``version`` (any accepted spelling), or the newest one: one object
+    per release, whatever the spelling (``0.33``, ``0.33.0``, ``v0.33.0``)."""
+    return _load(parse_version(version) if version else newest())
+
+
+@cache
+def _load(canonical: str) -> Release:
+    with data_path(f"vllm-{canonical}.json").open(encoding="utf-8") as fh:
+        return Release(canonical, json.load(fh))
+
+
+@cache
+def catalogue() -> dict[str, Any]:
+    """The backend catalogue (``constraints.json``): what each backend value needs, the
+    quantisation schemes, and how ``--quantization`` methods map to them."""
+    with data_path("constraints.json").open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def versions_where(has: Callable[[Release], bool]) -> list[str]:
+    """The known releases, oldest first, for which ``has`` holds."""
+    return [v for v in known_versions() if has(load(v))]
+
+
+_DIST_INFO = re.compile(r"^vllm-(\d+\.\d+(?:\.\d+)?)[^-]*\.(?:dist|egg)-info$", re.IGNORECASE)
+
+
+@cache
+def installed_vllm() -> str | None:
+    """The version of vLLM installed where kernelcfg runs, from its package metadata.
+
+    Reads the ``vllm-X.Y.Z.dist-info`` folder names on ``sys.path`` (what
+    ``importlib.metadata`` reads, without its 20 ms import); never imports vLLM.
+    """
+    import sys
+
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name[:5].lower() == "vllm-":
+                match = _DIST_INFO.match(name)
+                if match:
+                    return match.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The release a run resolves for, and what chose it."""
+
+    release: Release
+    """The release."""
+    source: str
+    """``flag`` (--vllm-version), ``environment`` (KERNELCFG_VLLM_VERSION),
+    ``installed`` (the vLLM installed here) or ``newest`` (the newest kernelcfg knows)."""
+
+
+def choose(given: str | None, environ: Mapping[str, str]) -> Chosen:
+    """The release for ``--vllm-version`` (``given``), else the environment's, else the
+    installed vLLM's, else the newest known; an unknown one raises naming the known."""
+    if given:
+        return Chosen(load(given), "flag")
+    from_env = environ.get("KERNELCFG_VLLM_VERSION")
+    if from_env:
+        return Chosen(load(from_env), "environment")
+    installed = installed_vllm()
+    if installed is None:
+        return Chosen(load(None), "newest")
+    try:
+        return Chosen(load(installed), "installed")
+    except UnknownVersionError as exc:
+        raise UnknownVersionError(
+            installed,
+            known_versions(),
+            context=f"vLLM {installed} is installed here, and kernelcfg has no data for it; "
+            "pass --vllm-version (or KERNELCFG_VLLM_VERSION) to resolve for a release it knows",
+        ) from exc

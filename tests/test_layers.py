@@ -1,0 +1,44 @@
+"""The package's layers (docs/architecture.md): an import never climbs and no module
+imports itself back through another. Run by import-linter (the contract is in
+pyproject.toml) and grimp, its import graph, so a new import that breaks either fails
+here, not only in ``make lint``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_contract_is_kept() -> None:
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run(
+        [str(lint_imports)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 kept, 0 broken" in done.stdout
+
+
+def test_no_import_circles() -> None:
+    graph = grimp.build_graph("kernelcfg")
+    circles = sorted(
+        (module, imported)
+        for module in graph.modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if graph.chain_exists(importer=imported, imported=module)
+    )
+    assert circles == []
+
+
+def test_every_module_sits_in_a_layer() -> None:
+    """Only the package's front door lives outside the layer folders."""
+    loose = sorted(
+        p.name
+        for p in (ROOT / "kernelcfg").glob("*.py")
+        if p.name not in ("__init__.py", "__main__.py", "_version.py")
+    )
+    assert loose == []
