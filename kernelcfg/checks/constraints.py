@@ -234,28 +234,11 @@ def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | Non
     for name, bad in rule.get("env_off", {}).items():
         if ctx.env.get(name) == bad:
             return f"'{value}' is off while {name}={bad}", unknowns
-    ep = rule.get("expert_parallel")
-    if ep == "required" and not ctx.expert_parallel:
-        return f"'{value}' needs expert parallelism (--enable-expert-parallel)", unknowns
-    if ep == "forbidden" and ctx.expert_parallel:
-        return (
-            f"'{value}' runs without expert parallelism only; drop --enable-expert-parallel",
-            unknowns,
-        )
-    archs = rule.get("architectures")
-    if archs:
-        if ctx.architectures is None:
-            unknowns.append(f"the model's architecture ({', '.join(archs)} only)")
-        elif not set(ctx.architectures) & set(archs):
-            return (
-                f"'{value}' is for {', '.join(archs)}; the model is {', '.join(ctx.architectures)}"
-            ), unknowns
-    wanted_a2a = rule.get("all2all")
-    if wanted_a2a and ctx.all2all_backend not in wanted_a2a:
-        needed = f"--all2all-backend {' or '.join(wanted_a2a)}"
-        if not rule.get("all2all_model_path"):
-            return f"'{value}' needs {needed}", unknowns
-        unknowns.append(f"{needed} (the model's own code path checks it, not the MoE oracle)")
+    failed = _parallel_failure(rule, value, ctx, unknowns) or _model_failure(
+        rule, value, ctx, unknowns
+    )
+    if failed:
+        return failed, unknowns
     if not rule.get("no_env"):
         for name, wanted in rule.get("env", {}).items():
             if not _env_on(ctx.env, name, wanted):
@@ -263,6 +246,38 @@ def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | Non
     if rule.get("runtime"):
         unknowns.append("the library's own device check, made at run time")
     return None, unknowns
+
+
+def _parallel_failure(
+    rule: Mapping[str, Any], value: str, ctx: Context, unknowns: list[str]
+) -> str | None:
+    """Expert parallelism and the all2all backend a value needs or refuses."""
+    ep = rule.get("expert_parallel")
+    if ep == "required" and not ctx.expert_parallel:
+        return f"'{value}' needs expert parallelism (--enable-expert-parallel)"
+    if ep == "forbidden" and ctx.expert_parallel:
+        return f"'{value}' runs without expert parallelism only; drop --enable-expert-parallel"
+    wanted_a2a = rule.get("all2all")
+    if wanted_a2a and ctx.all2all_backend not in wanted_a2a:
+        needed = f"--all2all-backend {' or '.join(wanted_a2a)}"
+        if not rule.get("all2all_model_path"):
+            return f"'{value}' needs {needed}"
+        unknowns.append(f"{needed} (the model's own code path checks it, not the MoE oracle)")
+    return None
+
+
+def _model_failure(
+    rule: Mapping[str, Any], value: str, ctx: Context, unknowns: list[str]
+) -> str | None:
+    """The model architectures a value is for."""
+    archs = rule.get("architectures")
+    if not archs:
+        return None
+    if ctx.architectures is None:
+        unknowns.append(f"the model's architecture ({', '.join(archs)} only)")
+    elif not set(ctx.architectures) & set(archs):
+        return f"'{value}' is for {', '.join(archs)}; the model is {', '.join(ctx.architectures)}"
+    return None
 
 
 def _why_not(value: str, served: Sequence[str] | None, failures: list[tuple[str, _Outcome]]) -> str:
@@ -494,21 +509,27 @@ class _Walk:
             quantisation_only,
         )
 
+    def _refused(self) -> Verdict:
+        """No scheme runs or falls back: an error, unless vLLM ignores the value for
+        some layer type the model may have."""
+        failures = self.failures
+        reason = _why_not(self.value, self.served, failures)
+        if self.linear and all(o.platform for _, o in failures):
+            return self._make("falls-back", f"{reason}: vLLM warns and chooses automatically")
+        if self.others_fall_back or (
+            self.linear and not self.scheme_certain and any(o.platform for _, o in failures)
+        ):
+            return self._make(
+                "falls-back",
+                f"{reason}; for other layer types vLLM ignores '{self.value}' and chooses "
+                "automatically",
+            )
+        return self._make("cannot-run", reason)
+
     def verdict(self) -> Verdict:
         value, served, failures = self.value, self.served, self.failures
         if not self.runs and not self.fallback:
-            reason = _why_not(value, served, failures)
-            if self.linear and all(o.platform for _, o in failures):
-                return self._make("falls-back", f"{reason}: vLLM warns and chooses automatically")
-            if self.others_fall_back or (
-                self.linear and not self.scheme_certain and any(o.platform for _, o in failures)
-            ):
-                return self._make(
-                    "falls-back",
-                    f"{reason}; for other layer types vLLM ignores '{value}' and chooses "
-                    "automatically",
-                )
-            return self._make("cannot-run", reason)
+            return self._refused()
         if failures:
             names = ", ".join(s for s in self.runs + self.fallback if s)
             not_for = " or ".join(s for s, _ in failures if s)
@@ -518,7 +539,7 @@ class _Walk:
                 f"runs for {names or 'some layers'}; not for {not_for}: {failed}",
                 soft=True,
             )
-        if self.unknowns and self.runs:
+        if self.unknowns:
             return self._make(
                 "depends",
                 f"'{value}' fits {_target_label(self.ctx.target)}; it still needs "

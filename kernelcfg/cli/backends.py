@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ReportFormat, refuse, write_json, write_report
+from kernelcfg.cli.common import REPORT_FORMATS, ReportFormat, refuse, write_json, write_report
 
 
 @app.command(
@@ -53,7 +53,7 @@ def backends(
     scheme = ctx.scheme
     choices = {name: release.choices(name) for name in constraints.FIELDS}
     verdicts = constraints.matrix(ctx, choices)
-    if fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+    if fmt in REPORT_FORMATS:
         from kernelcfg.output.reports import Entry
 
         entries = [

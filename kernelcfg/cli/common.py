@@ -39,6 +39,10 @@ class Format(StrEnum):
     sarif = "sarif"
 
 
+REPORT_FORMATS: frozenset[str] = frozenset({Format.github, Format.junit, Format.sarif})
+"""The CI report formats: one entry per resolution, its problems as annotations."""
+
+
 def write_report(fmt: str, entries: list[Any]) -> None:
     """Print a CI report (github, junit or sarif) of ``entries``."""
     from kernelcfg.output import reports

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import TABLE_ROWS, ReportFormat, cell, refuse, write_json, write_report
+from kernelcfg.cli.common import (
+    REPORT_FORMATS,
+    TABLE_ROWS,
+    ReportFormat,
+    cell,
+    refuse,
+    write_json,
+    write_report,
+)
 
 
 def _finding_code(finding: Any) -> int:
@@ -52,7 +60,7 @@ def lint_env(
     if fmt is ReportFormat.json:
         data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
         write_json(data)
-    elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+    elif fmt in REPORT_FORMATS:
         from kernelcfg.output.reports import Entry
 
         entries = [Entry(f.variable, _finding_code(f), [f.as_dict()], f.value) for f in findings]

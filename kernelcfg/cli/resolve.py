@@ -9,6 +9,7 @@ import typer
 
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
+    REPORT_FORMATS,
     FailOn,
     Format,
     choice_of,
@@ -157,27 +158,37 @@ def resolve(
         note_fallback(result)
     if quiet:
         raise typer.Exit(code)
-    if fmt is Format.json:
-        sys.stdout.write(render.as_json(data) + "\n")
-    elif fmt is Format.yaml:
-        sys.stdout.write(render.as_yaml(data))
-    elif fmt is Format.env:
-        sys.stdout.write(render.as_env(data, exit_code=code))
-    elif fmt is Format.args:
+    _write_one(fmt, result, data, code, flags, strict=strict)
+    raise typer.Exit(code)
+
+
+def _write_one(
+    fmt: Format, result: Any, data: dict[str, Any], code: int, flags: list[str], *, strict: bool
+) -> None:
+    """One resolution on stdout, in ``fmt``."""
+    from kernelcfg.commands import pipeline
+    from kernelcfg.output import render
+
+    if fmt is Format.args:
         import shlex
 
-        if isinstance(result, pipeline.Failure):
-            raise typer.Exit(code)
-        sys.stdout.write(shlex.join(render.as_args(result)) + "\n")
-    elif fmt in (Format.github, Format.junit, Format.sarif):
+        if not isinstance(result, pipeline.Failure):
+            sys.stdout.write(shlex.join(render.as_args(result)) + "\n")
+    elif fmt in REPORT_FORMATS:
         from kernelcfg.output.reports import Entry
 
         write_report(fmt, [Entry("resolve", code, data["problems"], " ".join(flags))])
-    else:
+    elif fmt is Format.table:
         from rich.console import Console
 
         Console().print(render.table(result, strict=strict))
-    raise typer.Exit(code)
+    else:
+        text = {
+            Format.json: lambda: render.as_json(data) + "\n",
+            Format.yaml: lambda: render.as_yaml(data),
+            Format.env: lambda: render.as_env(data, exit_code=code),
+        }[fmt]()
+        sys.stdout.write(text)
 
 
 _LATE_FLAGS = ("--strict", "--quiet", "--explain-sources")
@@ -337,10 +348,7 @@ def _run_batch(
 
     from kernelcfg.base import bounded
     from kernelcfg.commands import pipeline
-    from kernelcfg.output import render
-    from kernelcfg.output.reports import Entry
 
-    strict = fail_on is FailOn.warning
     if fmt in _BATCH_REFUSED:
         assert fmt is not None
         raise refuse(
@@ -348,53 +356,95 @@ def _run_batch(
             "per input line), table (a summary) or github, junit, sarif",
             2,
         )
-    report = fmt in (Format.github, Format.junit, Format.sarif)
-    summary = fmt is Format.table
-    entries: list[Entry] = []
-    rows: list[dict[str, Any]] = []
-    out = _Out(1 if path == "-" else 256)
-    worst = 0
-    counts: dict[int, int] = {}
-    noted = quiet
+    run = _Batch(fmt, fail_on, quiet=quiet, matrix=bool(cells), out=_Out(1 if path == "-" else 256))
     stream = _open_batch(path)
-    previous = signal.signal(signal.SIGINT, out.on_sigint)
+    previous = signal.signal(signal.SIGINT, run.out.on_sigint)
     try:
         with stream:
             for line in pipeline.batch(bounded.lines(stream), flags, matrix=cells):
-                result = line.result
-                code = exit_code(result, fail_on)
-                worst = max(worst, code)
-                counts[code] = counts.get(code, 0) + 1
-                if isinstance(result, pipeline.Failure) and result.traceback:
-                    sys.stderr.write(result.traceback)
-                if not noted:
-                    noted = note_fallback(result)
-                if quiet or out.closed:
-                    continue
-                if report or summary:
-                    problems = render.as_data(result, strict=strict)["problems"]
-                    if report:
-                        entries.append(Entry(str(line.id), code, problems))
-                    else:
-                        rows.append(render.summary_row(result, line.id, code, strict=strict))
-                    continue
-                extra: dict[str, Any] = {"id": line.id, "exit_code": code}
-                if cells:
-                    extra["matrix"] = line.cell
-                out.add(render.json_line(result, extra, strict=strict))
-        out.flush()
-        if not quiet:
-            tally = ", ".join(f"{n:,} exit {c}" for c, n in sorted(counts.items()))
-            sys.stderr.write(f"kernelcfg: {sum(counts.values()):,} results: {tally or 'none'}\n")
+                run.take(line)
+        run.out.flush()
+        run.tally()
     except KeyboardInterrupt:
-        out.pending.clear()
+        run.out.pending.clear()
         return 130
     finally:
         signal.signal(signal.SIGINT, previous)
-    if report and not quiet:
-        write_report(fmt.value if fmt else "github", entries)
-    if summary and not quiet:
-        from rich.console import Console
+    run.report()
+    return run.worst
 
-        Console().print(render.summary_table(rows))
-    return worst
+
+class _Batch:
+    """The state of one ``--batch`` run: the worst exit code, counts, what to report."""
+
+    def __init__(
+        self, fmt: Format | None, fail_on: FailOn, *, quiet: bool, matrix: bool, out: _Out
+    ) -> None:
+        self.fmt = fmt
+        self.fail_on = fail_on
+        self.strict = fail_on is FailOn.warning
+        self.quiet = quiet
+        self.matrix = matrix
+        self.out = out
+        self.report_entries: list[Any] = []
+        self.rows: list[dict[str, Any]] = []
+        self.counts: dict[int, int] = {}
+        self.worst = 0
+        self.noted = quiet
+
+    @property
+    def collects(self) -> bool:
+        """A CI report or the summary table: written at the end, not line by line."""
+        return self.fmt in REPORT_FORMATS or self.fmt is Format.table
+
+    def take(self, line: Any) -> None:
+        from kernelcfg.commands import pipeline
+        from kernelcfg.output import render
+
+        result = line.result
+        code = exit_code(result, self.fail_on)
+        self.worst = max(self.worst, code)
+        self.counts[code] = self.counts.get(code, 0) + 1
+        if isinstance(result, pipeline.Failure) and result.traceback:
+            sys.stderr.write(result.traceback)
+        if not self.noted:
+            self.noted = note_fallback(result)
+        if self.quiet or self.out.closed:
+            return
+        if self.collects:
+            self._collect(line, result, code)
+            return
+        extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+        if self.matrix:
+            extra["matrix"] = line.cell
+        self.out.add(render.json_line(result, extra, strict=self.strict))
+
+    def _collect(self, line: Any, result: Any, code: int) -> None:
+        from kernelcfg.output import render
+        from kernelcfg.output.reports import Entry
+
+        if self.fmt in REPORT_FORMATS:
+            problems = render.as_data(result, strict=self.strict)["problems"]
+            self.report_entries.append(Entry(str(line.id), code, problems))
+        else:
+            self.rows.append(render.summary_row(result, line.id, code, strict=self.strict))
+
+    def tally(self) -> None:
+        """``kernelcfg: 20,000 results: 5,848 exit 0, …`` on stderr."""
+        if not self.quiet:
+            tally = ", ".join(f"{n:,} exit {c}" for c, n in sorted(self.counts.items()))
+            sys.stderr.write(
+                f"kernelcfg: {sum(self.counts.values()):,} results: {tally or 'none'}\n"
+            )
+
+    def report(self) -> None:
+        if self.quiet:
+            return
+        if self.fmt in REPORT_FORMATS:
+            write_report(self.fmt.value if self.fmt else "github", self.report_entries)
+        elif self.fmt is Format.table:
+            from rich.console import Console
+
+            from kernelcfg.output import render
+
+            Console().print(render.summary_table(self.rows))

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import FailOn, ReportFormat, exit_code, refuse, write_json, write_report
+from kernelcfg.cli.common import (
+    REPORT_FORMATS,
+    FailOn,
+    ReportFormat,
+    exit_code,
+    refuse,
+    write_json,
+    write_report,
+)
 
 
 @app.command(
@@ -91,7 +99,7 @@ def scan(
             for e in entries
         ]
         write_json({"lines": rows})
-    elif fmt in (ReportFormat.github, ReportFormat.junit, ReportFormat.sarif):
+    elif fmt in REPORT_FORMATS:
         write_report(fmt, entries)
     else:
         for e in entries:

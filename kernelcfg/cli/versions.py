@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -38,66 +39,84 @@ def versions(
         write_json(data if isinstance(data, dict) else {"releases": data})
         return
     from rich.console import Console
+
+    Console().print(_release_table(data) if isinstance(data, list) else _change_table(data))
+
+
+def _release_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
     from kernelcfg.output.render import fold
 
-    console = Console()
-    if isinstance(data, list):
-        table = fold(
-            Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all")
+    table = fold(Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all"))
+    for row in rows:
+        c = row["choices"]
+        table.add_row(
+            row["version"],
+            str(len(row["fields"])),
+            ", ".join(row["ir_ops"]),
+            str(c.get("MoEBackend", 0)),
+            str(c.get("LinearBackend", 0)),
+            str(c.get("SparseIndexerTopkBackend", "-")),
+            str(c.get("All2AllBackend", 0)),
         )
-        for row in data:
-            c = row["choices"]
-            table.add_row(
-                row["version"],
-                str(len(row["fields"])),
-                ", ".join(row["ir_ops"]),
-                str(c.get("MoEBackend", 0)),
-                str(c.get("LinearBackend", 0)),
-                str(c.get("SparseIndexerTopkBackend", "-")),
-                str(c.get("All2AllBackend", 0)),
-            )
-        console.print(table)
-        return
+    return table
+
+
+def _change_table(data: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    from kernelcfg.output.render import fold
+
     table = fold(Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}"))
+    for row in [*_field_changes(data), *_ir_changes(data), *_other_changes(data)]:
+        table.add_row(*row)
+    return table
+
+
+Row = tuple[str, str]
+ADDED_REMOVED = ("added", "removed")
+
+
+def _field_changes(data: dict[str, Any]) -> Iterator[Row]:
     if data["hash_scheme"]:
         change = data["hash_scheme"]
-        table.add_row("hash", f"{change['old']} -> {change['new']}: {change['means']}")
-    for key in ("added", "removed"):
+        yield "hash", f"{change['old']} -> {change['new']}: {change['means']}"
+    for key in ADDED_REMOVED:
         for name in data["fields"][key]:
-            table.add_row("field", f"{key} {name}")
+            yield "field", f"{key} {name}"
     for change in data["fields"]["changed"]:
-        table.add_row(
-            "field", f"{change['field']}: {change['what']} {change['old']!r} -> {change['new']!r}"
-        )
+        yield "field", f"{change['field']}: {change['what']} {change['old']!r} -> {change['new']!r}"
     for name, diff in data["choices"].items():
-        for key in ("added", "removed"):
+        for key in ADDED_REMOVED:
             if diff[key]:
-                table.add_row(name, f"{key} {', '.join(diff[key])}")
-    for key in ("added", "removed"):
+                yield name, f"{key} {', '.join(diff[key])}"
+
+
+def _ir_changes(data: dict[str, Any]) -> Iterator[Row]:
+    for key in ADDED_REMOVED:
         if data["hash_inputs"][key]:
-            table.add_row("hash input", f"{key} {', '.join(data['hash_inputs'][key])}")
+            yield "hash input", f"{key} {', '.join(data['hash_inputs'][key])}"
         if data["ir_ops"][key]:
-            table.add_row("IR op", f"{key} {', '.join(data['ir_ops'][key])}")
+            yield "IR op", f"{key} {', '.join(data['ir_ops'][key])}"
     for op, diff in data["ir_providers"].items():
-        for key in ("added", "removed"):
+        for key in ADDED_REMOVED:
             if diff[key]:
-                table.add_row(f"IR {op}", f"provider {key} {', '.join(diff[key])}")
+                yield f"IR {op}", f"provider {key} {', '.join(diff[key])}"
         for change in diff["uuid_changed"]:
-            table.add_row(
-                f"IR {op}", f"{change['provider']}: {change['file']} changed (hash changes)"
-            )
+            yield f"IR {op}", f"{change['provider']}: {change['file']} changed (hash changes)"
+
+
+def _other_changes(data: dict[str, Any]) -> Iterator[Row]:
     for name, change in data["constants"].items():
-        table.add_row("constant", f"{name}: {change['old']} -> {change['new']}")
+        yield "constant", f"{name}: {change['old']} -> {change['new']}"
     for name, change in data["functions"].items():
-        table.add_row("function", f"{name}: {change['old']} -> {change['new']}")
+        yield "function", f"{name}: {change['old']} -> {change['new']}"
     for kind in data["platform_ir_defaults_changed"]:
-        table.add_row("platform rule", f"IR-op defaults on {kind} changed")
+        yield "platform rule", f"IR-op defaults on {kind} changed"
     env = data["environment"]
-    for key in ("added", "removed"):
+    for key in ADDED_REMOVED:
         if env[key]:
-            table.add_row("environment", f"{len(env[key])} variables {key}")
+            yield "environment", f"{len(env[key])} variables {key}"
     if env["refused"]:
-        table.add_row("environment", f"refused at start-up: {', '.join(env['refused'])}")
-    console.print(table)
+        yield "environment", f"refused at start-up: {', '.join(env['refused'])}"

@@ -69,24 +69,48 @@ class Resolution:
 
 def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict[str, Any] | None:
     """Step 1: ``--kernel-config``, then the top-level flags over it."""
+    config = _validated_kernel_config(release, inputs, result)
+    if config is None:
+        return None
+    for name in inputs.kernel_config:
+        result.sources[name] = inputs.sources.get(f"kernel_config.{name}", "--kernel-config")
+    _top_level_flags(inputs, config, result)
+    ir = config.get("ir_op_priority", {})
+    _top_level_ir(inputs, ir, result)
+    if any(ir.values()):
+        deprecation = release.engine_rules.get("ir_op_priority_deprecation")
+        if deprecation:
+            result.problems.append(
+                Problem("warning", "ir-op-priority-deprecated", "ir_op_priority", deprecation)
+            )
+    return config
+
+
+def _validated_kernel_config(
+    release: Release, inputs: Inputs, result: Resolution
+) -> dict[str, Any] | None:
+    """The ``--kernel-config`` values (a copy: later steps change it); ``None`` when
+    vLLM refuses them."""
     config = inputs.kernel_values
     if config is None:
         from kernelcfg.vllm.validation import validate_kernel_config
 
         try:
-            config = validate_kernel_config(release, inputs.kernel_config, "--kernel-config")
+            return validate_kernel_config(release, inputs.kernel_config, "--kernel-config")
         except KernelcfgError as exc:
             result.problems.append(
                 Problem("error", "invalid-kernel-config", exc.field, exc.message, exc.exit_code)
             )
             return None
-    else:
-        config = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
-        if "ir_op_priority" in config:
-            config["ir_op_priority"] = {op: list(v) for op, v in config["ir_op_priority"].items()}
-    for name in inputs.kernel_config:
-        result.sources[name] = inputs.sources.get(f"kernel_config.{name}", "--kernel-config")
+    config = {k: (dict(v) if isinstance(v, dict) else v) for k, v in config.items()}
+    if "ir_op_priority" in config:
+        config["ir_op_priority"] = {op: list(v) for op, v in config["ir_op_priority"].items()}
+    return config
 
+
+def _top_level_flags(inputs: Inputs, config: dict[str, Any], result: Resolution) -> None:
+    """``--enable-flashinfer-autotune``, ``--monokernel`` and the backend flags over the
+    kernel config, as ``EngineArgs.create_engine_config`` lays them."""
     if inputs.enable_flashinfer_autotune is not None:
         if config.get("enable_flashinfer_autotune") is not None:
             result.problems.append(
@@ -111,7 +135,10 @@ def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict
         if value != "auto":
             config[name] = value
             result.sources[name] = inputs.sources.get(name, "flag")
-    ir = config.get("ir_op_priority", {})
+
+
+def _top_level_ir(inputs: Inputs, ir: dict[str, Any], result: Resolution) -> None:
+    """``--ir-op-priority.OP`` over the kernel config's lists; both for one op is an error."""
     for op, lst in inputs.ir_op_priority.items():
         if not lst:
             continue
@@ -129,13 +156,6 @@ def _kernel_values(release: Release, inputs: Inputs, result: Resolution) -> dict
             continue
         ir[op] = list(lst)
         result.sources[f"ir_op_priority.{op}"] = "flag"
-    if any(ir.values()):
-        deprecation = release.engine_rules.get("ir_op_priority_deprecation")
-        if deprecation:
-            result.problems.append(
-                Problem("warning", "ir-op-priority-deprecated", "ir_op_priority", deprecation)
-            )
-    return config
 
 
 def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:

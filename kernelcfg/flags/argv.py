@@ -341,41 +341,51 @@ def _gather_dotted(tokens: list[str], notes: list[Problem]) -> list[str]:
             if name in seen:
                 dupes.append(name)
             seen.add(name)
-        if "." in arg and arg.startswith("-"):  # vLLM's rule: -0.5 too (it eats a word)
-            if "=" in arg:
-                key_path, value_text = arg.split("=", 1)
-                if "." not in key_path:
-                    out.append(arg)
-                    i += 1
-                    continue
-            else:
-                if i + 1 >= len(tokens):
-                    raise ArgumentError(f"argument {arg}: expected one argument", field=arg)
-                key_path, value_text = arg, str(tokens[i + 1])
-                i += 1
-            value: Any
-            if key_path.endswith("+"):
-                key_path = key_path[:-1]
-                value = value_text.split(",")
-            else:
-                value = _dotted_value(value_text)
-            key, *keys = key_path.split(".")
-            nested: dict[str, Any] = {}
-            cursor = nested
-            for k in keys[:-1]:
-                cursor[k] = {}
-                cursor = cursor[k]
-            cursor[keys[-1]] = value
-            _merge(gathered.setdefault(key, {}), nested, key, dupes)
-            origins.setdefault(key, _origin(arg))
-        else:
+        dotted = _dotted(tokens, i) if "." in arg and arg.startswith("-") else None
+        if dotted is None:
             out.append(arg)
-        i += 1
+            i += 1
+            continue
+        key_path, value_text, i = dotted
+        key, nested = _nest(key_path, value_text)
+        _merge(gathered.setdefault(key, {}), nested, key, dupes)
+        origins.setdefault(key, _origin(arg))
     _warn_duplicates(dupes, notes)
     for key, value in gathered.items():
         out.append(_token(key, origins[key]))
         out.append(_token(json.dumps(value), origins[key], parsed=value))
     return out
+
+
+def _dotted(tokens: list[str], i: int) -> tuple[str, str, int] | None:
+    """The key path and value text of a dotted option at ``tokens[i]`` (vLLM's rule:
+    ``-0.5`` counts too, and eats a word), with the index after it; ``None`` when the
+    word is not one (``--opt=a.b``)."""
+    arg = tokens[i]
+    if "=" in arg:
+        key_path, value_text = arg.split("=", 1)
+        return (key_path, value_text, i + 1) if "." in key_path else None
+    if i + 1 >= len(tokens):
+        raise ArgumentError(f"argument {arg}: expected one argument", field=arg)
+    return arg, str(tokens[i + 1]), i + 2
+
+
+def _nest(key_path: str, value_text: str) -> tuple[str, dict[str, Any]]:
+    """``--opt.a.b+=x,y`` to ``("--opt", {"a": {"b": ["x", "y"]}})``."""
+    value: Any
+    if key_path.endswith("+"):
+        key_path = key_path[:-1]
+        value = value_text.split(",")
+    else:
+        value = _dotted_value(value_text)
+    key, *keys = key_path.split(".")
+    nested: dict[str, Any] = {}
+    cursor = nested
+    for k in keys[:-1]:
+        cursor[k] = {}
+        cursor = cursor[k]
+    cursor[keys[-1]] = value
+    return key, nested
 
 
 def _choice(release: Release, dest: str, flag: str, value: str) -> str:
@@ -468,48 +478,8 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
     nested = serve_parser.unknown_key(value, fields) if fields is not None else None
     if nested:  # a key inside pass_config and the like
         raise ArgumentError(f"argument {flag}: {nested}", field="compilation_config")
-    mode = value.get("mode")
-    if mode is not None:
-        if isinstance(mode, str):
-            if mode.upper() not in COMPILATION_MODES:
-                raise ArgumentError(
-                    f"argument {flag}: Invalid compilation mode: {mode}. Valid modes are: "
-                    f"{', '.join(COMPILATION_MODES)}",
-                    field="compilation_config.mode",
-                )
-            mode = mode.upper()
-        elif isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 3:
-            mode = COMPILATION_MODES[mode]
-        else:
-            raise ArgumentError(
-                f"argument {flag}: mode: Input should be 0, 1, 2 or 3, got {mode!r}",
-                field="compilation_config.mode",
-            )
-    cudagraph = value.get("cudagraph_mode")
-    if cudagraph is not None:
-        if isinstance(cudagraph, str):
-            if cudagraph.upper() not in CUDAGRAPH_MODES:
-                hint = closest(cudagraph.upper(), CUDAGRAPH_MODES)
-                raise ArgumentError(
-                    f"argument {flag}: unknown cudagraph_mode {cudagraph!r}; allowed: "
-                    f"{', '.join(CUDAGRAPH_MODES)} (any case) or 0, 1, 2"
-                    + (f" (did you mean {hint!r}?)" if hint else "")
-                    + "; vLLM itself crashes here with a bare KeyError",
-                    field="compilation_config.cudagraph_mode",
-                )
-            cudagraph = cudagraph.upper()
-        elif (
-            isinstance(cudagraph, int)
-            and not isinstance(cudagraph, bool)
-            and cudagraph in (0, 1, 2)
-        ):
-            cudagraph = CUDAGRAPH_MODES[cudagraph]
-        else:
-            raise ArgumentError(
-                f"argument {flag}: cudagraph_mode: Input should be 0, 1, 2, (2, 0) or (2, 1), "
-                f"got {cudagraph!r}",
-                field="compilation_config.cudagraph_mode",
-            )
+    mode = _compilation_mode(value.get("mode"), flag)
+    cudagraph = _cudagraph_mode(value.get("cudagraph_mode"), flag)
     backend = value.get("backend", "")
     if not isinstance(backend, str):
         raise ArgumentError(
@@ -525,6 +495,50 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
     inputs.compilation_mode = mode
     inputs.cudagraph_mode = cudagraph
     inputs.compile_backend = backend
+
+
+def _compilation_mode(mode: Any, flag: str) -> str | None:
+    """``-cc.mode`` as a ``CompilationMode`` name (vLLM takes the name in any case, or 0-3)."""
+    if mode is None:
+        return None
+    if isinstance(mode, str):
+        if mode.upper() not in COMPILATION_MODES:
+            raise ArgumentError(
+                f"argument {flag}: Invalid compilation mode: {mode}. Valid modes are: "
+                f"{', '.join(COMPILATION_MODES)}",
+                field="compilation_config.mode",
+            )
+        return mode.upper()
+    if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 3:
+        return COMPILATION_MODES[mode]
+    raise ArgumentError(
+        f"argument {flag}: mode: Input should be 0, 1, 2 or 3, got {mode!r}",
+        field="compilation_config.mode",
+    )
+
+
+def _cudagraph_mode(cudagraph: Any, flag: str) -> str | None:
+    """``-cc.cudagraph_mode`` as a ``CUDAGraphMode`` name (any case, or 0-2)."""
+    if cudagraph is None:
+        return None
+    if isinstance(cudagraph, str):
+        if cudagraph.upper() not in CUDAGRAPH_MODES:
+            hint = closest(cudagraph.upper(), CUDAGRAPH_MODES)
+            raise ArgumentError(
+                f"argument {flag}: unknown cudagraph_mode {cudagraph!r}; allowed: "
+                f"{', '.join(CUDAGRAPH_MODES)} (any case) or 0, 1, 2"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+                + "; vLLM itself crashes here with a bare KeyError",
+                field="compilation_config.cudagraph_mode",
+            )
+        return cudagraph.upper()
+    if isinstance(cudagraph, int) and not isinstance(cudagraph, bool) and cudagraph in (0, 1, 2):
+        return CUDAGRAPH_MODES[cudagraph]
+    raise ArgumentError(
+        f"argument {flag}: cudagraph_mode: Input should be 0, 1, 2, (2, 0) or (2, 1), "
+        f"got {cudagraph!r}",
+        field="compilation_config.cudagraph_mode",
+    )
 
 
 _KERNEL_BOOLEANS = (

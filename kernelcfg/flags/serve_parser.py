@@ -379,18 +379,14 @@ class ServeOptions:
 def _action(raw: dict[str, Any], convert: Callable[[str], Any] | None) -> argparse.Action:
     kind, dest, strings = raw["action"], raw["dest"], raw["strings"]
     common: dict[str, Any] = {"default": argparse.SUPPRESS}
-    if kind == "store_true":
-        return _Const(strings, dest, True, **common)
-    if kind == "store_false":
-        return _Const(strings, dest, False, **common)
-    if kind == "store_const":
-        return _Const(strings, dest, raw.get("const"), **common)
+    if kind in ("store_true", "store_false", "store_const"):
+        const = {"store_true": True, "store_false": False}.get(kind, raw.get("const"))
+        return _Const(strings, dest, const, **common)
     if kind == "boolean":
         return _Boolean(strings, dest, frozenset(raw.get("negative", ())), **common)
-    if kind == "count":
-        return _Count(strings, dest, **common)
-    if kind == "help":
-        return _Help(strings, dest, **common)
+    if kind in ("count", "help"):
+        bare: type[argparse.Action] = _Count if kind == "count" else _Help
+        return bare(strings, dest, **common)
     kwargs: dict[str, Any] = {
         **common,
         "nargs": raw.get("nargs"),
@@ -433,35 +429,14 @@ def _plain(serve: ServeOptions, tokens: list[str]) -> dict[str, Any] | None:
             given["model_tag"] = word
             i += 1
             continue
-        name, eq, inline = word.partition("=")
-        raw = serve.exact.get(name)
-        if raw is None:
+        raw = serve.exact.get(word.partition("=")[0])
+        read = _plain_option(serve, raw, tokens, i) if raw is not None else None
+        if read is None:
             return None
-        kind, dest = raw["action"], raw["dest"]
-        if kind in _SIMPLE_FLAGS:
-            if eq:
-                return None
-            value: Any = {
-                "store_true": True,
-                "store_false": False,
-                "store_const": raw.get("const"),
-            }.get(kind, name not in raw.get("negative", ()))
-            origin: object = word
-        elif kind == "store" and raw.get("nargs") is None:
-            if eq:
-                text, origin = inline, word
-            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
-                i += 1
-                text = origin = tokens[i]
-            else:
-                return None
-            value = _plain_value(raw, serve.converters[dest], text)
-            if value is _REFUSED:
-                return None
-            if dest in RAW_DESTS:
-                earlier.setdefault(dest, []).append(value)
-        else:
-            return None
+        value, origin, i = read
+        dest = raw["dest"] if raw is not None else ""
+        if dest in RAW_DESTS and raw is not None and raw["action"] == "store":
+            earlier.setdefault(dest, []).append(value)
         given[dest] = value
         origins[dest] = getattr(origin, "origin", "flag")
         i += 1
@@ -469,6 +444,37 @@ def _plain(serve: ServeOptions, tokens: list[str]) -> dict[str, Any] | None:
     if earlier:
         given["_earlier"] = earlier
     return given
+
+
+def _plain_option(
+    serve: ServeOptions, raw: dict[str, Any], tokens: list[str], i: int
+) -> tuple[Any, object, int] | None:
+    """The value of the option at ``tokens[i]``, the word it came from and the index of
+    its last word; ``None`` when argparse must read it."""
+    word = tokens[i]
+    name, eq, inline = word.partition("=")
+    kind = raw["action"]
+    if kind in _SIMPLE_FLAGS:
+        if eq:
+            return None
+        value: Any = {
+            "store_true": True,
+            "store_false": False,
+            "store_const": raw.get("const"),
+        }.get(kind, name not in raw.get("negative", ()))
+        return value, word, i
+    if kind != "store" or raw.get("nargs") is not None:
+        return None
+    origin: object
+    if eq:
+        text, origin = inline, word
+    elif i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+        i += 1
+        text = origin = tokens[i]
+    else:
+        return None
+    value = _plain_value(raw, serve.converters[raw["dest"]], text)
+    return None if value is _REFUSED else (value, origin, i)
 
 
 _REFUSED = object()

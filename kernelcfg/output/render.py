@@ -12,7 +12,7 @@ from typing import Any
 from kernelcfg.commands.pipeline import Failure
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.vllm import hashing
-from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND
+from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
 
 __all__ = [
     "FORMAT_VERSION",
@@ -253,12 +253,41 @@ def _derived(source: str) -> bool:
 def as_args(result: Resolution) -> list[str]:
     """Canonical vLLM flags that reproduce the resolved kernel config (and its hash)."""
     inputs = result.inputs
-    config = result.kernel_config
-    if inputs is None or config is None:
+    if inputs is None or result.kernel_config is None:
         return []
+    out: list[str] = []
+    kernel = _kernel_given(result, inputs)
+    if kernel:
+        out += ["--kernel-config", json.dumps(kernel, separators=(",", ":"))]
+    if inputs.optimization_level != 2:
+        out.append(f"-O{inputs.optimization_level}")
+    compilation = {
+        key: value
+        for key, value in (
+            ("mode", inputs.compilation_mode),
+            ("cudagraph_mode", inputs.cudagraph_mode),
+            ("backend", inputs.compile_backend or None),
+        )
+        if value is not None
+    }
+    if compilation:
+        out += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
+    for flag, on in (
+        ("--enforce-eager", inputs.enforce_eager),
+        ("--enable-fault-tolerance", inputs.enable_fault_tolerance),
+        ("--enable-lora", inputs.enable_lora),
+    ):
+        if on:
+            out.append(flag)
+    return out + _parallel_args(result, inputs)
+
+
+def _kernel_given(result: Resolution, inputs: Inputs) -> dict[str, Any]:
+    """The kernel-config fields the flags must name: those not at their default, and
+    not filled in by start-up itself."""
     facts = result.release.field_facts
     kernel: dict[str, Any] = {}
-    for name, value in config.items():
+    for name, value in (result.kernel_config or {}).items():
         if name == "ir_op_priority":
             given = {
                 op: lst
@@ -270,26 +299,11 @@ def as_args(result: Resolution) -> list[str]:
                 kernel[name] = given
         elif value != facts[name].default and not _derived(result.sources.get(name, "")):
             kernel[name] = value
+    return kernel
+
+
+def _parallel_args(result: Resolution, inputs: Inputs) -> list[str]:
     out: list[str] = []
-    if kernel:
-        out += ["--kernel-config", json.dumps(kernel, separators=(",", ":"))]
-    if inputs.optimization_level != 2:
-        out.append(f"-O{inputs.optimization_level}")
-    compilation: dict[str, Any] = {}
-    if inputs.compilation_mode is not None:
-        compilation["mode"] = inputs.compilation_mode
-    if inputs.cudagraph_mode is not None:
-        compilation["cudagraph_mode"] = inputs.cudagraph_mode
-    if inputs.compile_backend:
-        compilation["backend"] = inputs.compile_backend
-    if compilation:
-        out += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
-    if inputs.enforce_eager:
-        out.append("--enforce-eager")
-    if inputs.enable_fault_tolerance:
-        out.append("--enable-fault-tolerance")
-    if inputs.enable_lora:
-        out.append("--enable-lora")
     a2a = result.parallel.get("all2all_backend")
     passthrough = result.release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
     if a2a not in (None, DEFAULT_ALL2ALL_BACKEND, passthrough):
@@ -325,11 +339,27 @@ def _model_line(model: dict[str, Any]) -> str:
 def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
     """A rich renderable for people: fields with their sources, dispatch, hash, problems."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
     data = as_data(result, strict=strict)
-    parts: list[Any] = []
+    parts: list[Any] = [_headline(data)]
+    model = data.get("model")
+    if model:
+        parts.append(Text(_model_line(model)))
+    if isinstance(result, Resolution) and result.kernel_config is not None:
+        parts += _config_tables(result, result.kernel_config)
+    if data["hash"]:
+        parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
+    notes = [p for p in data["problems"] if p["severity"] == "info"]
+    for problem in notes:
+        parts.append(Text(f"note: {problem['message']}", style="dim"))
+    return Group(*parts)
+
+
+def _headline(data: dict[str, Any]) -> Any:
+    """``vLLM 0.34.0 (…) on NVIDIA B200 (cuda 10.0; from preset)  valid``."""
+    from rich.text import Text
+
     platform = data.get("platform") or {}
     head = Text()
     head.append(f"vLLM {data['vllm_version'] or '?'}", style="bold")
@@ -345,53 +375,49 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         "  valid" if data["valid"] else "  NOT VALID",
         style="green" if data["valid"] else "red bold",
     )
-    parts.append(head)
-    model = data.get("model")
-    if model:
-        parts.append(Text(_model_line(model)))
-    if isinstance(result, Resolution) and result.kernel_config is not None:
-        fields = Table(title="kernel config", title_justify="left", expand=False)
-        fields.add_column("field")
-        fields.add_column("value")
-        fields.add_column("from", style="dim")
-        fields.add_column("hashed", justify="center")
-        fold(fields)
-        sources = all_sources(result)
-        ignored = hashing.ignored_factors(result.release, result.kernel_config)
-        ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
-        for name, value in result.kernel_config.items():
-            if name == "ir_op_priority":
-                for op, lst in value.items():
-                    key = f"ir_op_priority.{op}"
-                    fields.add_row(key, ",".join(lst or []), sources[key], ir_hashed)
-                continue
-            hashed = "no" if name in ignored else "yes"
-            fields.add_row(name, json.dumps(value), sources[name], hashed)
-        parts.append(fields)
-        other = Table(title="engine", title_justify="left")
-        other.add_column("setting")
-        other.add_column("value")
-        other.add_column("from", style="dim")
-        fold(other)
-        for key, value in result.compilation.items():
-            other.add_row(f"compilation.{key}", str(value), sources[f"compilation.{key}"])
-        for key, value in result.parallel.items():
-            other.add_row(key, str(value), sources[key])
-        parts.append(other)
-        if result.ir_dispatch:
-            dispatch = Table(title="IR dispatch on this target", title_justify="left")
-            dispatch.add_column("op")
-            dispatch.add_column("providers tried, in order")
-            fold(dispatch)
-            for op, chain in result.ir_dispatch.items():
-                dispatch.add_row(op, " → ".join(chain))
-            parts.append(dispatch)
-    if data["hash"]:
-        parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
-    notes = [p for p in data["problems"] if p["severity"] == "info"]
-    for problem in notes:
-        parts.append(Text(f"note: {problem['message']}", style="dim"))
-    return Group(*parts)
+    return head
+
+
+def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
+    """The kernel config, the engine settings and the IR dispatch, one table each."""
+    from rich.table import Table
+
+    fields = Table(title="kernel config", title_justify="left", expand=False)
+    fields.add_column("field")
+    fields.add_column("value")
+    fields.add_column("from", style="dim")
+    fields.add_column("hashed", justify="center")
+    fold(fields)
+    sources = all_sources(result)
+    ignored = hashing.ignored_factors(result.release, config)
+    ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
+    for name, value in config.items():
+        if name == "ir_op_priority":
+            for op, lst in value.items():
+                key = f"ir_op_priority.{op}"
+                fields.add_row(key, ",".join(lst or []), sources[key], ir_hashed)
+            continue
+        hashed = "no" if name in ignored else "yes"
+        fields.add_row(name, json.dumps(value), sources[name], hashed)
+    other = Table(title="engine", title_justify="left")
+    other.add_column("setting")
+    other.add_column("value")
+    other.add_column("from", style="dim")
+    fold(other)
+    for key, value in result.compilation.items():
+        other.add_row(f"compilation.{key}", str(value), sources[f"compilation.{key}"])
+    for key, value in result.parallel.items():
+        other.add_row(key, str(value), sources[key])
+    tables = [fields, other]
+    if result.ir_dispatch:
+        dispatch = Table(title="IR dispatch on this target", title_justify="left")
+        dispatch.add_column("op")
+        dispatch.add_column("providers tried, in order")
+        fold(dispatch)
+        for op, chain in result.ir_dispatch.items():
+            dispatch.add_row(op, " → ".join(chain))
+        tables.append(dispatch)
+    return tables
 
 
 def summary_row(

@@ -11,7 +11,7 @@ pydantic is imported only on that second path.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kernelcfg.vllm.releases import FieldFacts, Release
@@ -80,27 +80,46 @@ def fast_ir(release: Release, given: Mapping[str, Any]) -> IrLists | None:
 
 def fast_value(release: Release, facts: FieldFacts, value: Any) -> tuple[bool, Any]:
     """``(True, value)`` when the plain path can decide, else ``(False, None)``."""
-    if facts.kind == "bool":
-        if type(value) is bool or (value is None and facts.nullable):
-            return True, value
-        return False, None
-    if facts.kind == "choice":
-        if type(value) is not str:
-            return False, None
-        name = normalize_backend(value) if facts.name in release.normalized_fields else value
-        return (name in release.choices(facts.name)), name
-    if facts.kind == "choice_map":
-        if value is None:
-            return True, None
-        if type(value) is not dict or not value:
-            return False, None
-        allowed = release.choices(facts.name)
-        ok = all(type(k) is str and type(v) is str and v in allowed for k, v in value.items())
-        return ok, dict(value) if ok else None
-    if facts.kind == "ir_op_priority" and type(value) is dict:
-        lists = fast_ir(release, value)
-        return lists is not None, lists
+    judge = _FAST_BY_KIND.get(facts.kind)
+    return judge(release, facts, value) if judge is not None else (False, None)
+
+
+def _fast_bool(_release: Release, facts: FieldFacts, value: Any) -> tuple[bool, Any]:
+    if type(value) is bool or (value is None and facts.nullable):
+        return True, value
     return False, None
+
+
+def _fast_choice(release: Release, facts: FieldFacts, value: Any) -> tuple[bool, Any]:
+    if type(value) is not str:
+        return False, None
+    name = normalize_backend(value) if facts.name in release.normalized_fields else value
+    return (name in release.choices(facts.name)), name
+
+
+def _fast_choice_map(release: Release, facts: FieldFacts, value: Any) -> tuple[bool, Any]:
+    if value is None:
+        return True, None
+    if type(value) is not dict or not value:
+        return False, None
+    allowed = release.choices(facts.name)
+    ok = all(type(k) is str and type(v) is str and v in allowed for k, v in value.items())
+    return ok, dict(value) if ok else None
+
+
+def _fast_ir_value(release: Release, _facts: FieldFacts, value: Any) -> tuple[bool, Any]:
+    if type(value) is not dict:
+        return False, None
+    lists = fast_ir(release, value)
+    return lists is not None, lists
+
+
+_FAST_BY_KIND: dict[str, Callable[[Release, FieldFacts, Any], tuple[bool, Any]]] = {
+    "bool": _fast_bool,
+    "choice": _fast_choice,
+    "choice_map": _fast_choice_map,
+    "ir_op_priority": _fast_ir_value,
+}
 
 
 def append_platform_defaults(

@@ -180,54 +180,68 @@ def describe_type(t):
     """Stable, descriptive string for an argparse `type` callable."""
     if t is None:
         return None
-    if isinstance(t, type):
-        if t.__module__ == "builtins":
-            return t.__name__
-        return _qual(t)
-    if isinstance(t, functools.partial):
-        parts = [describe_type(t.func)]
-        parts += [_describe_value(a) for a in t.args]
-        parts += [f"{k}={_describe_value(v)}" for k, v in sorted(t.keywords.items())]
-        return f"functools.partial({', '.join(parts)})"
-    if isinstance(t, types.MethodType):
-        return f"{_qual(t.__func__)} (bound to {type(t.__self__).__name__})"
-    if isinstance(t, types.BuiltinFunctionType):
-        return _qual(t)
-    if isinstance(t, types.FunctionType):
-        if t.__name__ == "<lambda>":
-            src = _lambda_source(t)
-            return src or f"{_qual(t)} (source not found)"
-        qn = t.__qualname__
-        closure, dflt = {}, {}
-        with contextlib.suppress(TypeError, ValueError):
-            closure.update(inspect.getclosurevars(t).nonlocals)
-        if t.__defaults__:
-            names = t.__code__.co_varnames[: t.__code__.co_argcount]
-            for n, d in zip(names[-len(t.__defaults__) :], t.__defaults__, strict=True):
-                dflt[n] = d
-        if t.__kwdefaults__:
-            dflt.update(t.__kwdefaults__)
-        if "<locals>" in qn and closure:
-            outer = qn.split(".<locals>.")[0]
-            factory = getattr(sys.modules.get(t.__module__), outer, None)
-            if factory is not None and "." not in outer:
-                try:
-                    params = list(inspect.signature(factory).parameters)
-                except (TypeError, ValueError):
-                    params = []
-                if params and set(closure) <= set(params):
-                    args = ", ".join(
-                        describe_value_bound(closure[p]) for p in params if p in closure
-                    )
-                    return f"{t.__module__}.{outer}({args})"
-        if "<locals>" in qn:
-            bound = {**closure, **dflt}
-            args = ", ".join(f"{k}={describe_value_bound(v)}" for k, v in sorted(bound.items()))
-            return f"{t.__module__}.<locals>.{t.__name__}({args})"
-        return f"{t.__module__}.{qn}"
-    if callable(t):
-        return f"instance of {_qual(type(t))}"
-    return _mask(repr(t))
+    for kind, describe in _DESCRIBERS:
+        if isinstance(t, kind):
+            return describe(t)
+    return f"instance of {_qual(type(t))}" if callable(t) else _mask(repr(t))
+
+
+def _describe_class(t):
+    return t.__name__ if t.__module__ == "builtins" else _qual(t)
+
+
+def _describe_partial(t):
+    parts = [describe_type(t.func)]
+    parts += [_describe_value(a) for a in t.args]
+    parts += [f"{k}={_describe_value(v)}" for k, v in sorted(t.keywords.items())]
+    return f"functools.partial({', '.join(parts)})"
+
+
+def _describe_method(t):
+    return f"{_qual(t.__func__)} (bound to {type(t.__self__).__name__})"
+
+
+def _describe_function(t):
+    """A plain function: a lambda's source, a closure with what it closed over."""
+    if t.__name__ == "<lambda>":
+        src = _lambda_source(t)
+        return src or f"{_qual(t)} (source not found)"
+    qn = t.__qualname__
+    closure, dflt = {}, {}
+    with contextlib.suppress(TypeError, ValueError):
+        closure.update(inspect.getclosurevars(t).nonlocals)
+    if t.__defaults__:
+        names = t.__code__.co_varnames[: t.__code__.co_argcount]
+        for n, d in zip(names[-len(t.__defaults__) :], t.__defaults__, strict=True):
+            dflt[n] = d
+    if t.__kwdefaults__:
+        dflt.update(t.__kwdefaults__)
+    if "<locals>" in qn and closure:
+        outer = qn.split(".<locals>.")[0]
+        factory = getattr(sys.modules.get(t.__module__), outer, None)
+        if factory is not None and "." not in outer:
+            try:
+                params = list(inspect.signature(factory).parameters)
+            except (TypeError, ValueError):
+                params = []
+            if params and set(closure) <= set(params):
+                args = ", ".join(describe_value_bound(closure[p]) for p in params if p in closure)
+                return f"{t.__module__}.{outer}({args})"
+    if "<locals>" in qn:
+        bound = {**closure, **dflt}
+        args = ", ".join(f"{k}={describe_value_bound(v)}" for k, v in sorted(bound.items()))
+        return f"{t.__module__}.<locals>.{t.__name__}({args})"
+    return f"{t.__module__}.{qn}"
+
+
+_DESCRIBERS = (
+    (type, _describe_class),
+    (functools.partial, _describe_partial),
+    (types.MethodType, _describe_method),
+    (types.BuiltinFunctionType, _qual),
+    (types.FunctionType, _describe_function),
+)
+"""How each kind of ``type`` callable is described, tried in this order."""
 
 
 def describe_value_bound(v):
@@ -269,21 +283,26 @@ def _uses_json(t, depth=0) -> bool:
     if isinstance(t, functools.partial):
         return _uses_json(t.func, depth + 1) or any(_uses_json(a, depth + 1) for a in t.args)
     if isinstance(t, types.FunctionType):
-        if t.__name__ in ("parse_dataclass", "union_dict_and_str"):
-            return True
-        try:
-            cv = inspect.getclosurevars(t)
-        except (TypeError, ValueError):
-            return False
-        vals = list(cv.nonlocals.values())
-        if t.__defaults__:
-            vals += list(t.__defaults__)
-        for v in vals:
-            if v is json.loads or (callable(v) and _uses_json(v, depth + 1)):
-                return True
-            if isinstance(v, type) and _is_config_class(v):
-                return True
+        return _function_uses_json(t, depth)
     return False
+
+
+def _function_uses_json(t, depth):
+    if t.__name__ in ("parse_dataclass", "union_dict_and_str"):
+        return True
+    try:
+        cv = inspect.getclosurevars(t)
+    except (TypeError, ValueError):
+        return False
+    vals = list(cv.nonlocals.values())
+    if t.__defaults__:
+        vals += list(t.__defaults__)
+    return any(
+        v is json.loads
+        or (callable(v) and _uses_json(v, depth + 1))
+        or (isinstance(v, type) and _is_config_class(v))
+        for v in vals
+    )
 
 
 def _dataclass_of(t, depth=0):
