@@ -6,7 +6,7 @@ TORCH_PIN := torch==2.13.0
 PYDANTIC_PIN := pydantic==2.14.4
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev demo test lint typecheck unit bench releases-check docs clean
+.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check docs clean
 
 PYTHON_OK := $(shell $(PYTHON) -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
 VENV_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -49,6 +49,9 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q
+
+fast: $(STAMP)  ## the quick subset while editing: no golden vectors, no subprocess storms
+	$(PY) -m pytest -q -m "not slow and not robustness and not golden and not cli"
 
 test: lint typecheck unit  ## ruff, mypy --strict, pytest
 

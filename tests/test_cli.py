@@ -10,6 +10,8 @@ import yaml
 
 from .cli_helpers import run
 
+pytestmark = pytest.mark.cli
+
 
 def _resolved(*args: str) -> dict[str, object]:
     result = run("resolve", "--device", "h100", "--format", "json", *args)

@@ -11,6 +11,8 @@ import pytest
 from .cli_helpers import run
 from .conftest import enum_name, golden, golden_versions
 
+pytestmark = pytest.mark.golden
+
 _KIND = {
     "RocmPlatform": "rocm",
     "CudaPlatform": "cuda",

@@ -15,6 +15,8 @@ from kernelcfg.base.errors import UnknownProviderError
 
 from .conftest import golden, golden_versions
 
+pytestmark = pytest.mark.golden
+
 
 def _cases(kind: str) -> list[Any]:
     return [

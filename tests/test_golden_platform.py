@@ -16,6 +16,8 @@ from kernelcfg.vllm.rules import RuleError
 
 from .conftest import PLATFORM_KIND, enum_name, golden, golden_versions
 
+pytestmark = pytest.mark.golden
+
 
 def _params(section: str) -> list[Any]:
     return [

@@ -16,6 +16,8 @@ from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 
+pytestmark = pytest.mark.cli
+
 _COMMANDS = "|".join(
     str(info.name or getattr(info.callback, "__name__", "")) for info in app.registered_commands
 )

@@ -22,6 +22,8 @@ from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 
+pytestmark = pytest.mark.cli
+
 
 class _StopError(Exception):
     pass

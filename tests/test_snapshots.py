@@ -10,6 +10,8 @@ import pytest
 
 from .snapshots import COMMANDS, STORE, capture
 
+pytestmark = pytest.mark.cli
+
 STORED: list[dict[str, Any]] = json.loads(STORE.read_text(encoding="utf-8"))
 
 
