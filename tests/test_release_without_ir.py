@@ -43,7 +43,7 @@ def _clear_caches() -> None:
         lint_env._known_elsewhere,
         hashing._ir_hash,
         defaults._defaults,
-        releases.catalogue,
+        releases.data_file,
         presets._from_flags,
         serve_parser.options,
     ):

@@ -8,7 +8,6 @@ a variable that steers kernel resolution changes here.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,8 +21,6 @@ from kernelcfg.vllm.defaults import env_flag
 from kernelcfg.vllm.rules import environment_problems
 
 __all__ = ["Finding", "lint", "read_env_file"]
-
-_HISTORY = releases.data_path("env-history.json")
 
 
 @dataclass(frozen=True)
@@ -56,11 +53,9 @@ class Finding:
         }
 
 
-@cache
 def _history() -> dict[str, Any]:
-    with _HISTORY.open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+    """The environment variables of every vLLM release, and the removed ones' stories."""
+    return releases.data_file("env-history.json")
 
 
 _PLAIN_LINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^'\"\\#\s$`]*")

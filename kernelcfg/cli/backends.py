@@ -7,7 +7,14 @@ from typing import Annotated
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import REPORT_FORMATS, ReportFormat, refuse, write_json, write_report
+from kernelcfg.cli.common import (
+    REPORT_FORMATS,
+    ReportFormat,
+    ReportFormatOption,
+    refuse,
+    write_json,
+    write_report,
+)
 
 
 @app.command(
@@ -28,9 +35,7 @@ def backends(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
-        ReportFormat.table
-    ),
+    fmt: ReportFormatOption = ReportFormat.table,
 ) -> None:
     """Every backend value and whether it can run on the target: runs, cannot run, depends.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -178,6 +178,12 @@ class ReportFormat(StrEnum):
     github = "github"
     junit = "junit"
     sarif = "sarif"
+
+
+ListFormatOption = Annotated[ListFormat, typer.Option("--format", help="Output format.")]
+"""``--format`` of the commands that print a table or JSON."""
+ReportFormatOption = Annotated[ReportFormat, typer.Option("--format", help="Output format.")]
+"""``--format`` of the commands that also write CI reports."""
 
 
 def silence_stdout() -> None:

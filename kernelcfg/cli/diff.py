@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, refuse, write_json
+from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json
 
 
 @app.command(
@@ -35,7 +35,7 @@ def diff(
     b: Annotated[
         str | None, typer.Option("--b", help="Side B: flags, a .yaml, or a .json.")
     ] = None,
-    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+    fmt: ListFormatOption = ListFormat.table,
 ) -> None:
     """Why two kernel configurations have different compile-cache hashes.
 

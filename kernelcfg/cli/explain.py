@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, refuse, write_json
+from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json
 
 
 @app.command()
@@ -16,7 +16,7 @@ def explain(
     what: Annotated[
         str, typer.Argument(help="FIELD or FIELD=VALUE, e.g. moe_backend=flashinfer_trtllm.")
     ],
-    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+    fmt: ListFormatOption = ListFormat.table,
 ) -> None:
     """What a kernel-config field or value means, in which releases, and what it needs.
 

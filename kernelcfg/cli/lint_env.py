@@ -11,6 +11,7 @@ from kernelcfg.cli.common import (
     REPORT_FORMATS,
     TABLE_ROWS,
     ReportFormat,
+    ReportFormatOption,
     cell,
     refuse,
     write_json,
@@ -33,9 +34,7 @@ def lint_env(
         str | None,
         typer.Option("--vllm-version", envvar="KERNELCFG_VLLM_VERSION", help="The release."),
     ] = None,
-    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
-        ReportFormat.table
-    ),
+    fmt: ReportFormatOption = ReportFormat.table,
 ) -> None:
     """Check VLLM_* variables against a vLLM release: typos, removed ones and their flags.
 

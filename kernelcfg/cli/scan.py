@@ -12,6 +12,7 @@ from kernelcfg.cli.common import (
     REPORT_FORMATS,
     FailOn,
     ReportFormat,
+    ReportFormatOption,
     exit_code,
     refuse,
     write_json,
@@ -37,9 +38,7 @@ def scan(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = (
-        ReportFormat.table
-    ),
+    fmt: ReportFormatOption = ReportFormat.table,
     fail_on: Annotated[
         FailOn, typer.Option("--fail-on", help="What makes the exit code 1.")
     ] = FailOn.error,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, refuse, write_json
+from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json
 
 
 @app.command()
@@ -19,7 +19,7 @@ def versions(
     new: Annotated[
         str | None, typer.Argument(help="A later release, e.g. 0.34.", show_default=False)
     ] = None,
-    fmt: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
+    fmt: ListFormatOption = ListFormat.table,
 ) -> None:
     """List the vLLM releases kernelcfg knows; with two, what changed between them.
 

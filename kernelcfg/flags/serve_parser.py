@@ -401,11 +401,9 @@ def _action(raw: dict[str, Any], convert: Callable[[str], Any] | None) -> argpar
 @cache
 def options(release: Release) -> ServeOptions:
     """The ``vllm serve`` options of ``release`` (read once per process)."""
-    from kernelcfg.vllm.releases import data_path
+    from kernelcfg.vllm.releases import data_file
 
-    path = data_path(f"serve-{release.version}.json")
-    with path.open(encoding="utf-8") as fh:
-        return ServeOptions(json.load(fh))
+    return ServeOptions(data_file(f"serve-{release.version}.json"))
 
 
 _SIMPLE_FLAGS = frozenset({"store_true", "store_false", "store_const", "boolean"})

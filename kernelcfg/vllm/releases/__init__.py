@@ -23,6 +23,7 @@ __all__ = [
     "Release",
     "catalogue",
     "choose",
+    "data_file",
     "data_path",
     "installed_vllm",
     "known_versions",
@@ -281,17 +282,21 @@ def load(version: str | None = None) -> Release:
 
 @cache
 def _load(canonical: str) -> Release:
-    with data_path(f"vllm-{canonical}.json").open(encoding="utf-8") as fh:
-        return Release(canonical, json.load(fh))
+    return Release(canonical, data_file(f"vllm-{canonical}.json"))
 
 
 @cache
+def data_file(name: str) -> dict[str, Any]:
+    """A JSON data file of the releases folder, read once per process."""
+    with data_path(name).open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
 def catalogue() -> dict[str, Any]:
     """The backend catalogue (``constraints.json``): what each backend value needs, the
     quantisation schemes, and how ``--quantization`` methods map to them."""
-    with data_path("constraints.json").open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+    return data_file("constraints.json")
 
 
 def versions_where(has: Callable[[Release], bool]) -> list[str]:
