@@ -45,23 +45,9 @@ def engine_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 @dataclass
-class Request:
+class Request(argv_mod.TargetOptions):
     """Context that applies to every resolution of a run (the CLI's own options)."""
 
-    vllm_version: str | None = None
-    """The release; default ``KERNELCFG_VLLM_VERSION``, else the newest."""
-    device: str | None = None
-    """A device preset."""
-    platform: str | None = None
-    """A platform kind."""
-    capability: str | None = None
-    """A CUDA compute capability."""
-    gfx_arch: str | None = None
-    """A ROCm gfx architecture."""
-    architectures: list[str] = field(default_factory=list)
-    """Model architectures (``--architecture``)."""
-    env: dict[str, str] = field(default_factory=dict)
-    """``--env`` pairs; they win over the process's environment."""
     environ: Mapping[str, str] | None = None
     """The process environment to read (default: ``os.environ``)."""
     _engine_env: dict[str, str] | None = field(default=None, repr=False)
@@ -142,7 +128,7 @@ def _release(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> r
 
 
 def _target(
-    named: Request | argv_mod.ContextOptions,
+    named: argv_mod.TargetOptions,
     environ: Mapping[str, str],
     *,
     allow_detection: bool = True,

@@ -35,6 +35,7 @@ from kernelcfg.vllm.validation import elsewhere, validate_ir_priority, validate_
 __all__ = [
     "CONTEXT_OPTIONS",
     "ContextOptions",
+    "TargetOptions",
     "context_after_serve",
     "parse",
     "split_serve",
@@ -44,8 +45,9 @@ __all__ = [
 
 
 @dataclass
-class ContextOptions:
-    """kernelcfg's own options that may appear among the flags (``--batch`` lines)."""
+class TargetOptions:
+    """kernelcfg's own options that say what to resolve for: the target, the release,
+    the model's architectures and the environment (the CLI's, or a ``--batch`` line's)."""
 
     device: str | None = None
     """``--device``: a preset name."""
@@ -56,11 +58,17 @@ class ContextOptions:
     gfx_arch: str | None = None
     """``--gfx-arch``: ROCm architecture."""
     vllm_version: str | None = None
-    """``--vllm-version``."""
+    """``--vllm-version``; default ``KERNELCFG_VLLM_VERSION``, the installed vLLM, the newest."""
     architectures: list[str] = field(default_factory=list)
     """``--architecture`` (repeatable)."""
     env: dict[str, str] = field(default_factory=dict)
-    """``--env KEY=VALUE`` (repeatable)."""
+    """``--env KEY=VALUE`` (repeatable); they win over the process's environment."""
+
+
+@dataclass
+class ContextOptions(TargetOptions):
+    """The options a line of flags may carry among vLLM's (``--batch`` lines)."""
+
     quant_scheme: str | None = None
     """``--quant-scheme``: the model's quantisation scheme."""
 
