@@ -9,6 +9,7 @@ import typer
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
     REPORT_FORMATS,
+    VLLM_FLAGS_PASS_THROUGH,
     ReportFormat,
     ReportFormatOption,
     refuse,
@@ -18,7 +19,7 @@ from kernelcfg.cli.common import (
 
 
 @app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    context_settings=VLLM_FLAGS_PASS_THROUGH,
     epilog=(
         "Examples:\n\n"
         "  kernelcfg backends --device b200 --quantization fp8\n\n"

@@ -180,6 +180,13 @@ class ReportFormat(StrEnum):
     sarif = "sarif"
 
 
+VLLM_FLAGS_PASS_THROUGH: dict[str, bool] = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+}
+"""Context settings of the commands that take vLLM's flags as arguments: unknown words
+are theirs to read, not the framework's to refuse."""
+
 ListFormatOption = Annotated[ListFormat, typer.Option("--format", help="Output format.")]
 """``--format`` of the commands that print a table or JSON."""
 ReportFormatOption = Annotated[ReportFormat, typer.Option("--format", help="Output format.")]

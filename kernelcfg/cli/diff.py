@@ -7,11 +7,17 @@ from typing import Annotated, Any
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json
+from kernelcfg.cli.common import (
+    VLLM_FLAGS_PASS_THROUGH,
+    ListFormat,
+    ListFormatOption,
+    refuse,
+    write_json,
+)
 
 
 @app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    context_settings=VLLM_FLAGS_PASS_THROUGH,
     epilog=(
         "Examples:\n\n"
         "  kernelcfg diff --a '--moe-backend triton' --b '--moe-backend cutlass' --device h100\n\n"

@@ -10,6 +10,7 @@ import typer
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
     REPORT_FORMATS,
+    VLLM_FLAGS_PASS_THROUGH,
     FailOn,
     Format,
     choice_of,
@@ -61,7 +62,7 @@ option of the very same name: then it is vLLM's.
 
 @app.command(
     help=_RESOLVE_HELP,
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    context_settings=VLLM_FLAGS_PASS_THROUGH,
     epilog=(
         "Examples:\n\n"
         "  kernelcfg resolve --moe-backend flashinfer_trtllm --device b200 --format json\n\n"

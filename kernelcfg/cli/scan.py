@@ -10,6 +10,7 @@ import typer
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
     REPORT_FORMATS,
+    VLLM_FLAGS_PASS_THROUGH,
     FailOn,
     ReportFormat,
     ReportFormatOption,
@@ -21,7 +22,7 @@ from kernelcfg.cli.common import (
 
 
 @app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    context_settings=VLLM_FLAGS_PASS_THROUGH,
     epilog=(
         "Examples:\n\n"
         "  kernelcfg scan deploy/*.yaml scripts/serve.sh --device h100\n\n"
