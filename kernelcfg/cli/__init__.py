@@ -5,6 +5,8 @@ problems go to stderr, one line each. One module per command; ``common`` holds w
 they share; ``app`` the Typer app and the entry point.
 """
 
+from typer.models import CommandInfo
+
 from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
     backends,
     diff,
@@ -22,6 +24,10 @@ __all__ = ["COMMANDS", "app", "main"]
 COMMANDS = ("resolve", "versions", "diff", "scan", "lint-env", "backends", "explain", "schema")
 """The commands, in the order ``kernelcfg --help`` lists them."""
 
-app.registered_commands.sort(
-    key=lambda c: COMMANDS.index(c.name or c.callback.__name__ if c.callback else "")
-)
+
+def _listed_at(command: CommandInfo) -> int:
+    """Where ``--help`` lists a command (its name, or its function's)."""
+    return COMMANDS.index(command.name or getattr(command.callback, "__name__", ""))
+
+
+app.registered_commands.sort(key=_listed_at)
