@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-RELEASES_DIR = Path(__file__).resolve().parent.parent / "kernelcfg" / "releases"
+RELEASES_DIR = Path(__file__).resolve().parent.parent / "kernelcfg" / "vllm" / "releases"
 FORMAT = 1
 CHOICE_ALIASES = ("MoEBackend", "LinearBackend", "SparseIndexerTopkBackend")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT_DIR = ROOT / "kernelcfg" / "releases"
+OUT_DIR = ROOT / "kernelcfg" / "vllm" / "releases"
 
 ACTIONS = {
     "_StoreAction": "store",

@@ -352,6 +352,9 @@ def test_json_contract_keys() -> None:
         "problems",
         "vllm_version_source",
         "model",
+        "attention_config",
+        "attention_hash",
+        "selection",
     ]
     assert data["format_version"] == "1"
     assert data["hash_scheme"] == "hash_config"

@@ -35,12 +35,13 @@ def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | No
         return lowered[value.lower()]
     # difflib's ratio is 2*M/(len(a)+len(b)) with M <= the shorter length, so a choice
     # whose length is too far off can never reach the cutoff: skip it (same answer).
+    # Compared case-blind: an upper-case enum name is as near to a lower-case typo.
     size = len(value)
-    near = [c for c in choices if 2 * min(size, len(c)) >= cutoff * (size + len(c))]
-    found = difflib.get_close_matches(value, near, n=1, cutoff=cutoff)
+    near = [c for c in lowered if 2 * min(size, len(c)) >= cutoff * (size + len(c))]
+    found = difflib.get_close_matches(value.lower(), near, n=1, cutoff=cutoff)
     if not found:
         found = difflib.get_close_matches(value.lower().replace("-", "_"), near, n=1, cutoff=cutoff)
-    return found[0] if found else None
+    return lowered[found[0]] if found else None
 
 
 class KernelcfgError(Exception):

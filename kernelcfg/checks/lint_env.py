@@ -107,7 +107,7 @@ def _replacement(spec: dict[str, Any], value: str, environ: Mapping[str, str]) -
     by_value = spec.get("by_value", {})
     if value in by_value:
         return tuple(by_value[value])
-    if "same_value" in spec and value:
+    if "same_value" in spec and value and value.strip() not in spec.get("no_equivalent", ()):
         return (spec["same_value"], value)
     if "on" in spec and value.strip().lower() in ("1", "true"):
         chooser = spec.get("on_with_backend")
@@ -172,6 +172,19 @@ def _unknown(name: str, value: str, release: releases.Release, *, suggest: bool)
     if hint:
         message += f"; did you mean {hint!r}?"
     return Finding(name, value, "warning", "unknown-variable", message)
+
+
+def retired_attention(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
+    """The removed variables an attention flag replaced (``VLLM_ATTENTION_BACKEND`` and
+    its kin), as ``lint`` reports them; for ``resolve``."""
+    removed = _history()["removed"]
+    return [
+        _removed(name, environ[name], removed[name], environ, release.version)
+        for name in sorted(environ)
+        if name in removed
+        and name not in release.envs
+        and str(removed[name].get("flag") or "").startswith(("--attention", "-ac"))
+    ]
 
 
 def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:

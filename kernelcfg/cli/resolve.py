@@ -182,7 +182,7 @@ def _write_one(
     elif fmt is Format.table:
         from rich.console import Console
 
-        Console().print(render.table(result, strict=strict))
+        Console().print(render.table(result, strict=strict, walk="sources" in data))
     else:
         text = {
             Format.json: lambda: render.as_json(data) + "\n",

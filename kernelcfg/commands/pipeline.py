@@ -94,6 +94,9 @@ def prepare(
     if line.quant_scheme:
         inputs.quant_scheme = line.quant_scheme
         inputs.sources["quant_scheme"] = "flag"
+    if line.install:
+        inputs.install = line.install
+        inputs.sources["install"] = "flag"
     archs = line.architectures or req.architectures
     if archs:
         inputs.architectures = list(archs)
@@ -189,6 +192,7 @@ LINE_CONTEXT = {
     "gfx_arch": "--gfx-arch",
     "vllm_version": "--vllm-version",
     "quant_scheme": "--quant-scheme",
+    "install": "--install",
     "env": "--env",
 }
 """The keys a batch line (or a ``--matrix`` axis) may set, and the option each stands for."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.problems import Problem, exit_code
+from kernelcfg.engine.attention import AttentionResult, resolve_attention
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import hashing, rules
 from kernelcfg.vllm.context import Compilation, ResolutionContext
@@ -56,6 +57,8 @@ class Resolution:
     """Where each resolved value came from."""
     inputs: Inputs | None = None
     """The inputs resolved."""
+    attention: AttentionResult | None = None
+    """The attention config, its hash and selection (releases with attention facts)."""
 
     @property
     def valid(self) -> bool:
@@ -379,6 +382,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     _late_compilation(release, comp, inputs, breakable, result)
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
+    result.attention = resolve_attention(release, inputs, target, result.problems)
 
     result.compilation = {
         "mode": comp.mode,

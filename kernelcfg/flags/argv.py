@@ -26,9 +26,9 @@ from kernelcfg.base import bounded
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.base.problems import Problem
 from kernelcfg.flags import model_config, serve_parser
-from kernelcfg.vllm import values
+from kernelcfg.vllm import attention_config, values
 from kernelcfg.vllm.context import COMPILATION_MODES, CUDAGRAPH_MODES
-from kernelcfg.vllm.inputs import Inputs
+from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 from kernelcfg.vllm.validation import elsewhere, validate_ir_priority, validate_kernel_config
 
@@ -71,6 +71,8 @@ class ContextOptions(TargetOptions):
 
     quant_scheme: str | None = None
     """``--quant-scheme``: the model's quantisation scheme."""
+    install: str | None = None
+    """``--install``: what is installed beside vLLM (pip, image, minimal, all)."""
 
 
 CONTEXT_OPTIONS = {
@@ -82,10 +84,24 @@ CONTEXT_OPTIONS = {
     "--architecture": "architectures",
     "--env": "env",
     "--quant-scheme": "quant_scheme",
+    "--install": "install",
 }
 """kernelcfg's context options, by option string, to the ContextOptions field."""
 
 _NORMALISED = {"moe_backend", "linear_backend", "sparse_indexer_topk_backend"}
+
+_MODEL_OPTIONS = frozenset(
+    {
+        "quantization",
+        "attention_backend",
+        "attention_config",
+        "dtype",
+        "kv_cache_dtype",
+        "block_size",
+    }
+)
+"""vLLM options kept as parsed on the inputs: what they mean is decided later, by the
+release's model of vLLM (the attention config, the selection)."""
 
 
 class _Token(str):
@@ -693,19 +709,32 @@ def _context(ctx: ContextOptions, name: str, value: str) -> None:
                 f"--env: expected KEY=VALUE, got {bounded.shown(value)}", field="env"
             )
         ctx.env[key] = val
-    elif dest == "quant_scheme":
-        from kernelcfg.vllm.quantization import SCHEMES
-
-        if value not in SCHEMES:
-            hint = closest(value, SCHEMES)
+    elif dest in ("quant_scheme", "install"):
+        noun, choices = _CONTEXT_CHOICES[dest]
+        allowed = choices()
+        if value not in allowed:
+            hint = closest(value, allowed)
             raise ArgumentError(
-                f"--quant-scheme: unknown scheme {bounded.shown(value)}; allowed: "
-                f"{', '.join(SCHEMES)}" + (f" (did you mean {hint!r}?)" if hint else ""),
-                field="quant_scheme",
+                f"{name}: unknown {noun} {bounded.shown(value)}; allowed: "
+                f"{', '.join(allowed)}" + (f" (did you mean {hint!r}?)" if hint else ""),
+                field=dest,
             )
-        ctx.quant_scheme = value
+        setattr(ctx, dest, value)
     else:
         setattr(ctx, dest, value)
+
+
+def _schemes() -> tuple[str, ...]:
+    from kernelcfg.vllm.quantization import SCHEMES
+
+    return tuple(SCHEMES)
+
+
+_CONTEXT_CHOICES: dict[str, tuple[str, Callable[[], Sequence[str]]]] = {
+    "quant_scheme": ("scheme", _schemes),
+    "install": ("install", lambda: INSTALLS),
+}
+"""The context options with a fixed list of values: what a value is called, and the list."""
 
 
 def _flag(release: Release, dest: str) -> str:
@@ -730,13 +759,22 @@ def _apply_all(release: Release, inputs: Inputs, given: dict[str, Any]) -> None:
         elif dest in _KERNEL_BOOLEANS:
             setattr(inputs, dest, value)
             inputs.sources[dest] = origin
-        elif dest == "quantization":
-            inputs.quantization = value
+        elif dest in _MODEL_OPTIONS:
+            if dest == "attention_config" and value:
+                _check_attention_config(release, value)
+            setattr(inputs, dest, value)
             inputs.sources[dest] = origin
         elif dest == "model_tag" or (dest == "model" and "model_tag" not in given):
             inputs.model = value
         else:
             inputs.other_options[dest] = origin
+
+
+def _check_attention_config(release: Release, value: dict[str, Any]) -> None:
+    """``-ac`` as vLLM's parser validates it (its type is the config's JSON validator)."""
+    found = attention_config.facts(release.version)
+    if found is not None:
+        attention_config.from_json(found, value, "--attention-config")
 
 
 def _apply(release: Release, inputs: Inputs, dest: str, flag: str, tok: str, origin: str) -> None:

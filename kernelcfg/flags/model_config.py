@@ -4,7 +4,8 @@ From, first to last: ``--hf-config-path`` (a folder or a ``config.json``), MODEL
 is a local folder, and — when MODEL is a hub id (``org/name``) — the local Hugging Face
 cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``), the
 revision ``refs/main`` names (else the newest snapshot). It fills the inputs'
-architectures, quantisation method and scheme, and says where they came from.
+architectures, quantisation method and scheme, keeps the whole file (attention reads
+its shape), and says where they came from.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def _looks_like_path(text: str) -> bool:
 def _apply(inputs: Inputs, data: dict[str, Any], config_file: str, source: str) -> None:
     inputs.model_source = source
     inputs.model_config_file = config_file
+    inputs.hf_config = data
     archs = data.get("architectures")
     if isinstance(archs, list) and inputs.architectures is None:
         inputs.architectures = [str(a) for a in archs]

@@ -50,6 +50,9 @@ def as_data(
             "problems": [result.problem.as_dict()],
             "vllm_version_source": None,
             "model": None,
+            "attention_config": None,
+            "attention_hash": None,
+            "selection": None,
         }
     problems = result.problems
     valid = result.exit_code(strict=strict) == 0
@@ -68,6 +71,7 @@ def as_data(
         "problems": [p.as_dict() for p in problems],
         "vllm_version_source": _version_source(result),
         "model": model_data(result),
+        **attention_data(result),
     }
     if sources:
         data["sources"] = all_sources(result)
@@ -97,6 +101,18 @@ def model_data(result: Resolution) -> dict[str, Any] | None:
         "quant_scheme": inputs.quant_scheme,
         "source": inputs.model_source,
         "config_file": inputs.model_config_file,
+    }
+
+
+def attention_data(result: Resolution) -> dict[str, Any]:
+    """The attention keys of the contract: the config, its hash and the selection."""
+    found = result.attention
+    if found is None:
+        return {"attention_config": None, "attention_hash": None, "selection": None}
+    return {
+        "attention_config": found.config,
+        "attention_hash": found.hash,
+        "selection": None if found.selection is None else {"attention": found.selection},
     }
 
 
@@ -171,11 +187,29 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         _ENCODE(_version_source(result)),
         ',"model":',
         _ENCODE(model_data(result)),
+        ',"attention_config":',
+        _attention_config_json(result),
+        ',"attention_hash":',
+        _ENCODE(result.attention.hash if result.attention else None),
+        ',"selection":',
+        _ENCODE(attention_data(result)["selection"]),
     ]
     for key, value in extra.items():
         parts += [",", _ENCODE(key), ":", _ENCODE(value)]
     parts.append("}")
     return "".join(parts)
+
+
+def _attention_config_json(result: Resolution) -> str:
+    """The attention config's JSON; the default one is encoded once per release."""
+    found = result.attention
+    if found is None:
+        return "null"
+    if result.inputs is not None and not (
+        result.inputs.attention_backend or result.inputs.attention_config
+    ):
+        return _fragment(("a", result.release.version), found.config)
+    return _ENCODE(found.config)
 
 
 def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
@@ -221,6 +255,7 @@ def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
         (_env_name("valid"), data["valid"]),
         (_env_name("vllm_version"), data["vllm_version"]),
         (_env_name("hash"), data["hash"]),
+        (_env_name("attention_hash"), data.get("attention_hash")),
     ]
     for key, value in (data.get("platform") or {}).items():
         pairs.append((_env_name("platform", key), value))
@@ -238,6 +273,10 @@ def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
         pairs.append((_env_name("compilation", key), value))
     for op, chain in (data.get("ir_dispatch") or {}).items():
         pairs.append((_env_name("ir_dispatch", op), chain))
+    picked = ((data.get("selection") or {}).get("attention")) or {}
+    if picked:
+        pairs.append((_env_name("attention_backend"), picked.get("backend")))
+        pairs.append((_env_name("attention_status"), picked.get("status")))
     errors = [p for p in data["problems"] if p["severity"] == "error"]
     pairs.append((_env_name("errors"), len(errors)))
     if exit_code is not None:
@@ -279,7 +318,17 @@ def as_args(result: Resolution) -> list[str]:
     ):
         if on:
             out.append(flag)
-    return out + _parallel_args(result, inputs)
+    return out + _parallel_args(result, inputs) + _attention_args(inputs)
+
+
+def _attention_args(inputs: Inputs) -> list[str]:
+    """The attention flags as given (they enter the attention hash)."""
+    out: list[str] = []
+    if inputs.attention_backend is not None:
+        out += ["--attention-backend", inputs.attention_backend]
+    if inputs.attention_config:
+        out += ["--attention-config", json.dumps(inputs.attention_config, separators=(",", ":"))]
+    return out
 
 
 def _kernel_given(result: Resolution, inputs: Inputs) -> dict[str, Any]:
@@ -336,8 +385,9 @@ def _model_line(model: dict[str, Any]) -> str:
     return line + (f"  (from {model['source']})" if model["source"] else "")
 
 
-def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
-    """A rich renderable for people: fields with their sources, dispatch, hash, problems."""
+def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = False) -> Any:
+    """A rich renderable for people: fields with their sources, dispatch, hash, problems;
+    with ``walk``, the attention selector's candidates in order."""
     from rich.console import Group
     from rich.text import Text
 
@@ -350,10 +400,37 @@ def table(result: Resolution | Failure, *, strict: bool = False) -> Any:
         parts += _config_tables(result, result.kernel_config)
     if data["hash"]:
         parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
+    parts += _attention_lines(data, walk=walk)
     notes = [p for p in data["problems"] if p["severity"] == "info"]
     for problem in notes:
         parts.append(Text(f"note: {problem['message']}", style="dim"))
     return Group(*parts)
+
+
+def _attention_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
+    """The attention pick (and, with ``walk``, every candidate) and the attention hash."""
+    from rich.text import Text
+
+    lines: list[Any] = []
+    picked = (data.get("selection") or {}).get("attention")
+    if picked:
+        said = picked["backend"] or picked["status"]
+        detail = ", ".join(
+            str(p)
+            for p in (picked["requested"], picked["kernel"], f"--install {picked['install']}")
+            if p
+        )
+        lines.append(Text.assemble(("attention ", "bold"), Text(f"{said}  ({detail})")))
+        if picked.get("message") and picked["status"] != "selected":
+            lines.append(Text(f"  {picked['message']}"))
+        for place, candidate in enumerate(picked["candidates"] if walk else (), 1):
+            reason = f": {candidate['reason']}" if candidate["reason"] else ""
+            lines.append(Text(f"  {place}. {candidate['backend']} {candidate['verdict']}{reason}"))
+        for install, outcome in (picked.get("by_install") or {}).items():
+            lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
+    if data.get("attention_hash"):
+        lines.append(Text.assemble(("attention hash ", "bold"), data["attention_hash"]))
+    return lines
 
 
 def _headline(data: dict[str, Any]) -> Any:

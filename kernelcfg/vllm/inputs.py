@@ -13,10 +13,15 @@ from typing import Any
 
 from kernelcfg.base.problems import Problem
 
-__all__ = ["DEFAULT_ALL2ALL_BACKEND", "Inputs"]
+__all__ = ["DEFAULT_ALL2ALL_BACKEND", "INSTALLS", "Inputs"]
 
 DEFAULT_ALL2ALL_BACKEND = "allgather_reducescatter"
 """vLLM's ``ParallelConfig.all2all_backend`` default."""
+
+INSTALLS = ("pip", "image", "minimal", "all")
+"""What may be installed beside vLLM, for ``--install``: ``pip`` (what ``pip install
+vllm`` brings), ``image`` (the official container: FlashInfer's kernels usable, DeepEP),
+``minimal`` (no optional library), ``all`` (every optional library)."""
 
 
 @dataclass
@@ -71,6 +76,20 @@ class Inputs:
     """``--quantization``/``-q``, or the local ``config.json``'s quantisation method."""
     quant_scheme: str | None = None
     """The quantisation scheme (``--quant-scheme``, or mapped where certain)."""
+    attention_backend: str | None = None
+    """``--attention-backend`` as given (``None``: not given)."""
+    attention_config: dict[str, Any] = field(default_factory=dict)
+    """The ``--attention-config``/``-ac`` mapping (whole JSON or gathered dotted keys)."""
+    dtype: str = "auto"
+    """``--dtype``: the model's activation dtype (``auto``: the config.json's)."""
+    kv_cache_dtype: str = "auto"
+    """``--kv-cache-dtype``."""
+    block_size: int | None = None
+    """``--block-size``; ``None`` lets the attention backend choose."""
+    hf_config: dict[str, Any] | None = None
+    """The model's ``config.json`` when one was read here."""
+    install: str = "pip"
+    """``--install``: which optional libraries vLLM finds (pip, image, minimal, all)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables the engine would see (``--env`` over the process's)."""
     sources: dict[str, str] = field(default_factory=dict)

@@ -20,6 +20,7 @@ __all__ = [
     "validate_ir_priority",
     "validate_kernel",
     "validate_kernel_config",
+    "validated",
 ]
 
 
@@ -37,7 +38,7 @@ def _crash(flag: str, exc: TypeError) -> ArgumentError:
     )
 
 
-def _validated(flag: str, check: Callable[[], Any], explain: Callable[[Any], str]) -> Any:
+def validated(flag: str, check: Callable[[], Any], explain: Callable[[Any], str]) -> Any:
     """Run a pydantic-backed check; its refusal as one ``ArgumentError`` line."""
     try:
         return check()
@@ -79,7 +80,7 @@ def validate_kernel_config(release: Release, value: dict[str, Any], flag: str) -
                     hint = f" (did you mean {suggestion!r}?)"
         return f"{loc}: {err['msg']}, got {err['input']!r}{hint}"
 
-    result: dict[str, Any] = _validated(flag, lambda: validate_kernel(release, value), explain)
+    result: dict[str, Any] = validated(flag, lambda: validate_kernel(release, value), explain)
     return result
 
 
@@ -107,7 +108,7 @@ def validate_ir_priority(
         )
         return f"{loc}: {err['msg'] or 'every entry must be a string'}{hint}"
 
-    result: dict[str, list[str]] = _validated(flag, lambda: validate_ir(release, value), explain)
+    result: dict[str, list[str]] = validated(flag, lambda: validate_ir(release, value), explain)
     return result
 
 

@@ -1,0 +1,256 @@
+"""The attention part of a resolution: the attention config, its hash, and the backend
+vLLM's selector takes for the model on the target, with the problems that follow.
+
+The config is built the way ``EngineArgs.create_engine_config`` builds it; the selector is
+walked once per install (``--install`` picks the one reported, the others show whether
+the pick depends on what is installed). An explicit backend is an error only when vLLM
+refuses it under every install; ``auto`` is an error only when no install has a backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kernelcfg.base.errors import EngineError, KernelcfgError
+from kernelcfg.base.problems import Problem
+from kernelcfg.targets.presets import Target
+from kernelcfg.vllm import attention_config, hashing
+from kernelcfg.vllm.attention import Features, Platform, Selection, Selector, selector
+from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.releases import Release
+
+__all__ = ["AttentionResult", "resolve_attention", "selection_data"]
+
+
+@dataclass
+class AttentionResult:
+    """The attention config vLLM builds, its hash, and (when asked) the selection."""
+
+    config: dict[str, Any]
+    """Every field of the attention config (backends by enum name)."""
+    hash: str
+    """The digest vLLM computes for it (0.34.0: of its compile factors)."""
+    selection: dict[str, Any] | None = None
+    """``selection.attention`` of the JSON output; ``None`` when nothing about the model
+    or the backend was given."""
+
+
+@cache
+def _default_hash(version: str) -> str:
+    """The hash of the default attention config, the same on every line of a batch."""
+    found = attention_config.facts(version)
+    assert found is not None
+    return hashing.digest(attention_config.factors(found, found.defaults))
+
+
+def resolve_attention(
+    release: Release, inputs: Inputs, target: Target, problems: list[Problem]
+) -> AttentionResult | None:
+    """The attention config, its hash and selection; ``None`` where the release has no
+    attention facts or vLLM refuses the flags."""
+    if any("ATT" in name for name in inputs.env):  # cheap filter: the file is read lazily
+        problems += _retired_variables(release, inputs.env)
+    found = attention_config.facts(release.version)
+    if found is None:
+        return None
+    plain = inputs.attention_backend is None and not inputs.attention_config
+    try:
+        if plain:
+            values, digest = found.defaults, _default_hash(release.version)
+        else:
+            values = attention_config.build(
+                found, inputs.attention_backend, inputs.attention_config
+            )
+            digest = hashing.digest(attention_config.factors(found, values))
+        _check_cache_dtype(found, inputs.kv_cache_dtype)
+    except KernelcfgError as exc:
+        problems.append(Problem.from_error(exc))
+        return None
+    result = AttentionResult(values, digest)
+    model = selector(release.version)
+    if model is not None and (not plain or _model_known(inputs)):
+        result.selection = _select(model, inputs, target, values, problems)
+    return result
+
+
+def _retired_variables(release: Release, env: dict[str, str]) -> list[Problem]:
+    """``VLLM_ATTENTION_BACKEND`` and the other removed attention variables: vLLM ignores
+    them; the warning names the flag that replaced each."""
+    from kernelcfg.checks.lint_env import retired_attention
+
+    return [
+        Problem(f.severity, f.code, f.variable, f.message)  # type: ignore[arg-type]
+        for f in retired_attention(env, release)
+    ]
+
+
+def _check_cache_dtype(found: attention_config.AttentionFacts, kv: str) -> None:
+    """``CacheConfig``'s validator: a known ``--kv-cache-dtype``."""
+    if kv not in found.cache_dtypes:
+        from kernelcfg.base.errors import closest
+
+        hint = closest(kv, found.cache_dtypes)
+        raise EngineError(
+            f"--kv-cache-dtype: invalid kv_cache_dtype {kv!r}; valid values: "
+            f"{', '.join(found.cache_dtypes)}" + (f" (did you mean {hint!r}?)" if hint else ""),
+            field="kv_cache_dtype",
+        )
+
+
+def _model_known(inputs: Inputs) -> bool:
+    return inputs.hf_config is not None or bool(inputs.architectures)
+
+
+def platform(model: Selector, target: Target, install: str, env: dict[str, str]) -> Platform:
+    """The target as the selector sees it, under one install."""
+    capability: tuple[int, int] | None = None
+    if target.capability is not None:
+        major, _, minor = target.capability.partition(".")
+        capability = (int(major), int(minor or 0))
+    elif target.gfx_arch is not None:
+        capability = _gfx_capability(target.gfx_arch)
+    return Platform(
+        target.kind, capability, target.device, model.libraries(target.kind, install), env
+    )
+
+
+def _gfx_capability(arch: str) -> tuple[int, int] | None:
+    """ROCm's capability from the gfx arch, as vLLM reads it (gfx942 is 9.4, gfx1201 12.0)."""
+    digits = arch.removeprefix("gfx")
+    if len(digits) == 3 and digits[:2].isdigit():
+        return int(digits[0]), int(digits[1])
+    if len(digits) == 4 and digits[:3].isdigit():
+        return int(digits[:2]), int(digits[2])
+    return None
+
+
+def _features(model: Selector, inputs: Inputs, values: dict[str, Any]) -> Features:
+    from kernelcfg.vllm.attention import features
+
+    return features(
+        model,
+        inputs.hf_config,
+        inputs.architectures,
+        dtype=inputs.dtype,
+        kv_cache_dtype=inputs.kv_cache_dtype,
+        block_size=inputs.block_size,
+        tensor_parallel_size=inputs.tensor_parallel_size,
+        env=inputs.env,
+        flash_attn_version=values.get("flash_attn_version"),
+    )
+
+
+def _select(
+    model: Selector,
+    inputs: Inputs,
+    target: Target,
+    values: dict[str, Any],
+    problems: list[Problem],
+) -> dict[str, Any]:
+    """Walk the selector under every install; report the chosen one, problems for all."""
+    feats = _features(model, inputs, values)
+    requested = values.get("backend")
+    picks = {
+        install: model.select(requested, feats, platform(model, target, install, inputs.env))
+        for install in INSTALLS
+    }
+    chosen = picks[inputs.install]
+    problem = _problem(model, requested, chosen, picks, inputs.install, target)
+    if problem is not None:
+        problems.append(problem)
+    return selection_data(model, chosen, picks, inputs.install)
+
+
+def selection_data(
+    model: Selector, chosen: Selection, picks: dict[str, Selection], install: str
+) -> dict[str, Any]:
+    """``selection.attention`` of the JSON output."""
+    data: dict[str, Any] = {
+        "requested": chosen.requested,
+        "status": "selected" if chosen.status == "ignored" else chosen.status,
+        "backend": chosen.backend,
+        "kernel": model.kernel(chosen.backend),
+        "value": chosen.backend,
+        "candidates": [
+            {
+                "backend": c.backend,
+                "kernel": model.kernel(c.backend),
+                "verdict": "refused" if c.verdict == "refused" else c.verdict,
+                "reason": "; ".join(c.reasons) or None,
+            }
+            for c in chosen.candidates
+        ],
+        "install": install,
+        "message": chosen.message,
+    }
+    outcomes = {name: _outcome(pick) for name, pick in picks.items()}
+    if len(set(outcomes.values())) > 1:
+        data["by_install"] = outcomes
+    return data
+
+
+def _outcome(pick: Selection) -> str:
+    return pick.backend if pick.status in ("selected", "ignored") and pick.backend else pick.status
+
+
+def _problem(
+    model: Selector,
+    requested: str | None,
+    chosen: Selection,
+    picks: dict[str, Selection],
+    install: str,
+    target: Target,
+) -> Problem | None:
+    """The one problem the selection makes, if any."""
+    flag = f"--attention-backend {requested}" if requested else "attention (auto)"
+    works = [name for name, pick in picks.items() if pick.status != "error"]
+    where = _where(target)
+    if chosen.status == "ignored":
+        return Problem(
+            "warning",
+            "attention-backend-ignored",
+            "attention_backend",
+            f"{flag} is ignored on {where}: vLLM uses {chosen.backend or 'its own choice'}",
+        )
+    if chosen.status == "depends":
+        return Problem(
+            "info", "attention-depends", "attention_backend", f"{flag} on {where}: {chosen.message}"
+        )
+    if chosen.status != "error":
+        return None
+    if works:
+        return Problem(
+            "warning",
+            "attention-needs-install",
+            "attention_backend",
+            f"{flag} on {where}: with --install {install} vLLM refuses it ({chosen.message}); "
+            f"with --install {' or '.join(works)} it may run",
+        )
+    if requested is None:
+        return Problem(
+            "error",
+            "attention-no-backend",
+            "attention_backend",
+            f"no attention backend on {where} for this model: {chosen.message}",
+        )
+    reasons = [r for c in chosen.candidates for r in c.reasons] or [chosen.message or ""]
+    needs = model.needs(requested)
+    said = "; ".join(reasons)
+    if needs and "compute capability not supported" in reasons:
+        said += f" ({requested} needs {needs})"
+    return Problem(
+        "error",
+        "attention-backend-refused",
+        "attention_backend",
+        f"{flag} is refused on {where}: {said}",
+    )
+
+
+def _where(target: Target) -> str:
+    if target.capability is not None:
+        return f"{target.device} (SM{target.capability.replace('.', '')})"
+    if target.gfx_arch is not None:
+        return f"{target.device} ({target.gfx_arch})"
+    return target.device

@@ -1,0 +1,203 @@
+"""Attention through the command line: the flags as vLLM reads them, the pick, the hash,
+the problems and the formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cli_helpers import run
+from .conftest import golden
+
+pytestmark = pytest.mark.cli
+
+V33 = ("--vllm-version", "0.33")
+GPT_OSS: dict[str, Any] = next(
+    f["hf_config"]
+    for f in golden("0.33.0", "attention-picks")["meta"]["features"]
+    if f["id"] == "mha.h64.bf16.kv-auto.sinks"
+)
+
+
+@pytest.fixture
+def gpt_oss(tmp_path: Path) -> str:
+    (tmp_path / "config.json").write_text(json.dumps(GPT_OSS))
+    return str(tmp_path)
+
+
+def resolve(*args: str) -> tuple[int, dict[str, Any]]:
+    out = run("resolve", *V33, "--format", "json", *args)
+    return out.exit_code, out.json()
+
+
+def messages(data: dict[str, Any]) -> str:
+    return " | ".join(p["message"] for p in data["problems"])
+
+
+def test_backend_names_are_case_insensitive_and_hash_alike() -> None:
+    _, upper = resolve("--attention-backend", "FLASH_ATTN", "--device", "h100")
+    _, lower = resolve("--attention-backend", "flash_attn", "--device", "h100")
+    assert upper["attention_config"]["backend"] == "FLASH_ATTN"
+    assert upper["attention_hash"] == lower["attention_hash"]
+    _, auto = resolve("--attention-backend", "auto", "--device", "h100")
+    _, plain = resolve("--device", "h100")
+    assert auto["attention_hash"] == plain["attention_hash"] != upper["attention_hash"]
+
+
+def test_unknown_backend_is_refused_at_engine_build_with_a_suggestion() -> None:
+    code, data = resolve("--attention-backend", "flash_atn", "--device", "h100")
+    assert code == 1
+    assert "Unknown attention backend: 'FLASH_ATN'" in messages(data)
+    assert "did you mean 'FLASH_ATTN'?" in messages(data)
+
+
+def test_attention_config_is_validated_while_reading() -> None:
+    code, data = resolve("-ac.flash_attn_version=5", "--device", "h100")
+    assert code == 2
+    assert "flash_attn_version" in messages(data)
+    code, data = resolve("--attention-config.backend=nope", "--device", "h100")
+    assert code == 2
+    assert "Unknown attention backend" in messages(data)
+
+
+def test_both_spellings_of_the_backend_are_refused_together() -> None:
+    code, data = resolve("-ac.backend=FLASHINFER", "--attention-backend", "FLASH_ATTN")
+    assert code == 1
+    assert "mutually exclusive" in messages(data)
+
+
+def test_msa_alias_through_attention_config_only_picks_the_decode_kernel() -> None:
+    _, via_config = resolve("-ac.backend=CUTLASS_MSA", "--device", "b200")
+    assert via_config["attention_config"]["backend"] is None
+    assert via_config["attention_config"]["minimax_m3_msa_decode_backend"] == "cutlass"
+    _, via_flag = resolve("--attention-backend", "CUTLASS_MSA", "--device", "b200")
+    assert via_flag["attention_config"]["backend"] == "CUTLASS_MSA"
+
+
+def test_unknown_kv_cache_dtype_is_refused() -> None:
+    code, data = resolve("--kv-cache-dtype", "fp9", "--device", "h100")
+    assert code == 1
+    assert "did you mean 'fp8'?" in messages(data)
+
+
+def test_gpt_oss_on_rtx_pro_6000_gets_triton_with_pip_and_flashinfer_in_the_image(
+    gpt_oss: str,
+) -> None:
+    code, data = resolve("--hf-config-path", gpt_oss, "--device", "rtx-pro-6000")
+    picked = data["selection"]["attention"]
+    assert code == 0
+    assert (picked["backend"], picked["kernel"]) == ("TRITON_ATTN", "TritonAttentionBackend")
+    assert [c["verdict"] for c in picked["candidates"]] == ["refused", "refused", "ok"]
+    assert picked["candidates"][1]["reason"] == "attention sinks not supported"
+    assert picked["by_install"]["image"] == "FLASHINFER"
+    _, image = resolve(
+        "--hf-config-path", gpt_oss, "--device", "rtx-pro-6000", "--install", "image"
+    )
+    assert image["selection"]["attention"]["backend"] == "FLASHINFER"
+
+
+def test_flashinfer_forced_with_sinks_warns_that_it_needs_the_image(gpt_oss: str) -> None:
+    args = ("--hf-config-path", gpt_oss, "--device", "rtx-pro-6000", "--attention-backend")
+    code, data = resolve(*args, "FLASHINFER")
+    assert code == 0
+    assert data["selection"]["attention"]["status"] == "error"
+    assert "--install image or all" in messages(data)
+    assert run("resolve", *V33, *args, "FLASHINFER", "--strict").exit_code == 1
+
+
+def test_mla_backend_on_the_wrong_architecture_is_an_error_naming_the_need() -> None:
+    code, data = resolve(
+        "--architecture",
+        "DeepseekV3ForCausalLM",
+        "--device",
+        "h100",
+        "--attention-backend",
+        "FLASHINFER_MLA",
+    )
+    assert code == 1
+    assert "FLASHINFER_MLA needs SM10x" in messages(data)
+    assert "(SM90)" in messages(data)
+
+
+def test_without_the_model_the_pick_depends_and_nothing_fails() -> None:
+    code, data = resolve("--architecture", "Qwen3ForCausalLM", "--device", "l40s")
+    assert code == 0
+    assert data["selection"]["attention"]["status"] == "depends"
+    assert "head size" in data["selection"]["attention"]["message"]
+
+
+def test_cpu_ignores_an_explicit_backend() -> None:
+    code, data = resolve(
+        "--architecture", "Qwen3ForCausalLM", "--device", "cpu", "--attention-backend", "FLASHINFER"
+    )
+    assert code == 0
+    assert data["selection"]["attention"]["backend"] == "CPU_ATTN"
+    assert "is ignored on" in messages(data)
+
+
+def test_nothing_asked_means_no_selection() -> None:
+    _, data = resolve("--device", "h100")
+    assert data["selection"] is None
+    assert len(data["attention_hash"]) == 64
+
+
+def test_034_has_the_config_and_hash_but_no_selector_model_yet() -> None:
+    out = run(
+        "resolve",
+        "--vllm-version",
+        "0.34",
+        "--device",
+        "h100",
+        "--attention-backend",
+        "FLASHINFER_TS",
+        "--format",
+        "json",
+    )
+    data = out.json()
+    assert out.exit_code == 0
+    assert data["attention_config"]["backend"] == "FLASHINFER_TS"
+    assert data["selection"] is None
+    older = run("resolve", *V33, "--attention-backend", "FLASHINFER_TS", "--device", "h100")
+    assert older.exit_code == 1
+
+
+def test_retired_attention_variable_is_explained_with_its_flag() -> None:
+    out = run(
+        "resolve",
+        *V33,
+        "--device",
+        "h100",
+        "--format",
+        "json",
+        env={"VLLM_ATTENTION_BACKEND": "FLASHINFER"},
+    )
+    problem = next(p for p in out.json()["problems"] if p["field"] == "VLLM_ATTENTION_BACKEND")
+    assert problem["severity"] == "warning"
+    assert "use --attention-backend FLASHINFER instead" in problem["message"]
+
+
+def test_table_env_and_args_carry_attention(gpt_oss: str) -> None:
+    base = ("resolve", *V33, "--hf-config-path", gpt_oss, "--device", "rtx-pro-6000")
+    table = run(*base, "--explain-sources").stdout
+    assert "attention TRITON_ATTN" in table
+    assert "2. FLASHINFER refused: attention sinks not supported" in table
+    assert "attention hash" in table
+    env = run(*base, "--format", "env").stdout
+    assert "KERNELCFG_ATTENTION_BACKEND=TRITON_ATTN" in env
+    args = run(*base, "-ac.flash_attn_version=2", "--format", "args").stdout
+    assert "--attention-config" in args
+    assert "flash_attn_version" in args
+
+
+def test_batch_lines_match_the_single_resolution(gpt_oss: str) -> None:
+    line = json.dumps(["--hf-config-path", gpt_oss, "--device", "rtx-pro-6000"])
+    batch = run("resolve", *V33, "--batch", "-", stdin=line + "\n").stdout
+    single = run(
+        "resolve", *V33, "--hf-config-path", gpt_oss, "--device", "rtx-pro-6000", "--format", "json"
+    ).json()
+    got = json.loads(batch.splitlines()[0])
+    for key in ("attention_config", "attention_hash", "selection"):
+        assert got[key] == single[key]

@@ -1,0 +1,194 @@
+"""The attention selector against vLLM 0.33.0's own, executed on simulated targets
+(``golden/vllm-0.33.0/attention-picks.json``).
+
+What must hold: kernelcfg says "error" for an explicit ``--attention-backend`` exactly
+where vLLM refuses it in every install (verdict ``E``) and never where vLLM starts in
+some install (``O``, ``M``, ``I``); the ``auto`` pick is vLLM's, install by install; the
+attention config hashes as vLLM hashes it. ROCm targets are not modelled yet: their
+selection says so and is never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelcfg.commands.pipeline import resolve_args
+from kernelcfg.engine.attention import platform
+from kernelcfg.engine.resolution import Resolution
+from kernelcfg.targets.presets import PRESETS, Target
+from kernelcfg.vllm import attention, attention_config, hashing
+
+from .conftest import golden
+
+pytestmark = pytest.mark.golden
+
+DATA = golden("0.33.0", "attention-picks")
+SELECTOR = attention.selector("0.33.0")
+BACKENDS: list[str] = DATA["meta"]["backends"]
+FEATURES = {f["id"]: f for f in DATA["meta"]["features"]}
+INSTALL = {"wheel": "pip", "docker": "image", "extras": "all"}
+"""The golden worlds as kernelcfg's installs (CPU's host-ISA worlds are all ``pip``)."""
+MODELLED = [
+    name for name, spec in DATA["meta"]["targets"].items() if spec["kind"] in ("cuda", "cpu", "xpu")
+]
+
+
+@cache
+def _target(name: str) -> Target:
+    spec = DATA["meta"]["targets"][name]
+    for preset in PRESETS.values():
+        if preset.kind == spec["kind"] and (
+            spec["kind"] in ("cpu", "xpu") or preset.device == spec["device_name"]
+        ):
+            return preset
+    raise AssertionError(f"no preset for golden target {name}")
+
+
+@cache
+def _features(feature: str) -> attention.Features:
+    spec = FEATURES[feature]
+    assert SELECTOR is not None
+    return attention.features(
+        SELECTOR,
+        spec["hf_config"],
+        None,
+        dtype=spec["dtype"],
+        kv_cache_dtype=spec["kv_cache_dtype"],
+        tensor_parallel_size=spec["tensor_parallel_size"],
+    )
+
+
+def _select(target: str, feature: str, backend: str | None, world: str) -> attention.Selection:
+    assert SELECTOR is not None
+    where = platform(SELECTOR, _target(target), INSTALL.get(world, "pip"), {})
+    return SELECTOR.select(backend, _features(feature), where)
+
+
+@pytest.mark.parametrize("target", MODELLED)
+def test_explicit_backends_error_exactly_where_vllm_refuses(target: str) -> None:
+    worlds = DATA["meta"]["targets"][target]["worlds"]
+    false_errors, missed = [], []
+    for feature, letters in DATA["explicit"]["verdicts"][target].items():
+        for backend, letter in zip(BACKENDS, letters, strict=True):
+            error = all(_select(target, feature, backend, w).status == "error" for w in worlds)
+            if letter == "E" and not error:
+                missed.append((feature, backend))
+            elif letter in "OMI" and error:
+                false_errors.append((feature, backend, letter))
+    assert false_errors == []
+    assert missed == []
+
+
+@pytest.mark.parametrize("target", [t for t in MODELLED if t not in ("cpu", "xpu")])
+def test_honoured_and_refused_install_by_install(target: str) -> None:
+    """On CUDA each install's outcome is vLLM's: honoured, or refused with its reasons
+    (another platform's backend is refused outright: vLLM fails with it later)."""
+    explicit = DATA["explicit"]
+    wrong = []
+    for feature, by_world in explicit["index"][target].items():
+        for world, ids in by_world.items():
+            for backend, outcome_id in zip(BACKENDS, ids, strict=True):
+                outcome = explicit["outcomes"][outcome_id]
+                mine = _select(target, feature, backend, world)
+                facts = SELECTOR.backends[backend] if SELECTOR else {}
+                if facts.get("platform", "cuda") != "cuda":
+                    continue
+                expected = "selected" if outcome["status"] == "honoured" else "error"
+                if mine.status != expected:
+                    wrong.append((feature, world, backend, outcome.get("message")))
+    assert wrong == []
+
+
+@pytest.mark.parametrize("target", MODELLED)
+def test_auto_pick_is_vllms(target: str) -> None:
+    wrong = []
+    for feature, by_world in DATA["auto"]["index"][target].items():
+        for world, outcome_id in by_world.items():
+            outcome = DATA["auto"]["outcomes"][outcome_id]
+            mine = _select(target, feature, None, world)
+            if target == "cpu" and mine.status == "depends":
+                continue  # the host's ISA (AMX, AVX-512) decides; kernelcfg says so
+            expected = outcome["backend"] if outcome["status"] == "selected" else "error"
+            got = mine.backend if mine.status == "selected" else mine.status
+            if got != expected:
+                wrong.append((feature, world, expected, got))
+    assert wrong == []
+
+
+def test_auto_walk_gives_vllms_reasons() -> None:
+    """The candidates passed over carry vLLM's own reasons, in vLLM's order."""
+    checked = 0
+    for target in ("h100", "b200", "rtx-pro-6000", "a100"):
+        for feature, by_world in DATA["auto"]["index"][target].items():
+            outcome = DATA["auto"]["outcomes"][by_world["wheel"]]
+            mine = _select(target, feature, None, "wheel")
+            for check, (name, verdict, reasons) in zip(
+                mine.candidates, outcome["candidates"], strict=False
+            ):
+                assert check.backend == name
+                assert (check.verdict == "ok") == (verdict == "ok")
+                if verdict != "ok":
+                    assert list(check.reasons) == reasons
+                checked += 1
+    assert checked > 100
+
+
+def test_rocm_is_not_refused_while_unmodelled() -> None:
+    for backend in ("ROCM_ATTN", "FLASH_ATTN", None):
+        result = _resolve(
+            ["--device", "mi300x", "--vllm-version", "0.33", "--architecture", "Qwen3ForCausalLM"]
+            + (["--attention-backend", backend] if backend else [])
+        )
+        selection = result.attention.selection if result.attention else None
+        assert selection is not None
+        assert selection["status"] == "depends"
+        assert not any(
+            p.code.startswith("attention") and p.severity == "error" for p in result.problems
+        )
+
+
+def _resolve(args: list[str]) -> Resolution:
+    result = resolve_args(args)
+    assert isinstance(result, Resolution)
+    return result
+
+
+def _words(cli: str) -> list[str]:
+    return [] if cli == "(no flag)" else shlex.split(cli)
+
+
+@pytest.mark.parametrize(
+    "case", DATA["attention_config_hash"]["cases"], ids=lambda c: str(c["cli"])[:60]
+)
+def test_attention_config_hash(case: dict[str, Any]) -> None:
+    result = _resolve([*_words(case["cli"]), "--vllm-version", "0.33", "--device", "h100"])
+    assert result.attention is not None
+    assert result.attention.hash == case["hash"]
+
+
+def test_default_factors_are_vllms() -> None:
+    found = attention_config.facts("0.33.0")
+    assert found is not None
+    factors = attention_config.factors(found, found.defaults)
+    assert factors == DATA["attention_config_hash"]["default_factors"]
+    assert list(factors) == DATA["attention_config_hash"]["fields_hashed"]
+    assert hashing.digest(factors) == DATA["attention_config_hash"]["cases"][0]["hash"]
+
+
+def test_a_golden_model_through_the_command_line(tmp_path: Path) -> None:
+    """The whole path: config.json on disk, flags, the JSON contract."""
+    spec = FEATURES["mha.h64.fp16.kv-auto.sinks"]
+    (tmp_path / "config.json").write_text(json.dumps(spec["hf_config"]))
+    base = ["--vllm-version", "0.33", "--hf-config-path", str(tmp_path), "--device", "h100"]
+    result = _resolve(base)
+    assert result.attention is not None
+    picked = result.attention.selection
+    wheel = DATA["auto"]["outcomes"][DATA["auto"]["index"]["h100"][spec["id"]]["wheel"]]
+    assert picked is not None
+    assert picked["backend"] == wheel["backend"]
