@@ -11,25 +11,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcfg.base.errors import EngineError, KernelcfgError
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import attention_config, hashing
-from kernelcfg.vllm.attention import Features, Platform, Selection, Selector, selector
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
-__all__ = ["AttentionResult", "resolve_attention", "selection_data"]
+if TYPE_CHECKING:
+    from kernelcfg.vllm.attention import Features, Platform, Selection, Selector
+
+__all__ = ["AttentionResult", "platform", "resolve_attention", "selection_data"]
 
 
 @dataclass
 class AttentionResult:
     """The attention config vLLM builds, its hash, and (when asked) the selection."""
 
-    config: dict[str, Any]
-    """Every field of the attention config (backends by enum name)."""
+    config: dict[str, Any] | None
+    """Every field of the attention config (backends by enum name); ``None`` when no
+    attention flag was given (every field at the release's default)."""
     hash: str
     """The digest vLLM computes for it (0.34.0: of its compile factors)."""
     selection: dict[str, Any] | None = None
@@ -58,7 +61,7 @@ def resolve_attention(
     plain = inputs.attention_backend is None and not inputs.attention_config
     try:
         if plain:
-            values, digest = found.defaults, _default_hash(release.version)
+            values, digest = {}, _default_hash(release.version)
         else:
             values = attention_config.build(
                 found, inputs.attention_backend, inputs.attention_config
@@ -68,10 +71,13 @@ def resolve_attention(
     except KernelcfgError as exc:
         problems.append(Problem.from_error(exc))
         return None
-    result = AttentionResult(values, digest)
-    model = selector(release.version)
-    if model is not None and (not plain or _model_known(inputs)):
-        result.selection = _select(model, inputs, target, values, problems)
+    result = AttentionResult(None if plain else values, digest)
+    if not plain or _model_known(inputs):
+        from kernelcfg.vllm.attention import selector  # only when asked: keeps cold start lean
+
+        model = selector(release.version)
+        if model is not None:
+            result.selection = _select(model, inputs, target, values, problems)
     return result
 
 
@@ -111,6 +117,8 @@ def platform(model: Selector, target: Target, install: str, env: dict[str, str])
         capability = (int(major), int(minor or 0))
     elif target.gfx_arch is not None:
         capability = _gfx_capability(target.gfx_arch)
+    from kernelcfg.vllm.attention import Platform
+
     return Platform(
         target.kind, capability, target.device, model.libraries(target.kind, install), env
     )

@@ -160,6 +160,7 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
     comp = result.compilation
     par = result.parallel
     chains = result.ir_dispatch
+    attention = attention_data(result)
     parts = [
         '{"format_version":"1","vllm_version":',
         _fragment(("v", result.release.version), result.release.version),
@@ -188,28 +189,16 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         ',"model":',
         _ENCODE(model_data(result)),
         ',"attention_config":',
-        _attention_config_json(result),
+        _ENCODE(attention["attention_config"]),
         ',"attention_hash":',
-        _ENCODE(result.attention.hash if result.attention else None),
+        _ENCODE(attention["attention_hash"]),
         ',"selection":',
-        _ENCODE(attention_data(result)["selection"]),
+        _ENCODE(attention["selection"]),
     ]
     for key, value in extra.items():
         parts += [",", _ENCODE(key), ":", _ENCODE(value)]
     parts.append("}")
     return "".join(parts)
-
-
-def _attention_config_json(result: Resolution) -> str:
-    """The attention config's JSON; the default one is encoded once per release."""
-    found = result.attention
-    if found is None:
-        return "null"
-    if result.inputs is not None and not (
-        result.inputs.attention_backend or result.inputs.attention_config
-    ):
-        return _fragment(("a", result.release.version), found.config)
-    return _ENCODE(found.config)
 
 
 def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
