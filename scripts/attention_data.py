@@ -101,7 +101,8 @@ def config_fields(src: Source, name: str) -> list[dict[str, Any]]:
     tree = ast.parse(src.text(_CONFIG))
     aliases = _aliases(tree)
     out: list[dict[str, Any]] = []
-    for stmt in _class(tree, name).body:
+    body = _class(tree, name).body
+    for index, stmt in enumerate(body):
         if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
             continue
         entry: dict[str, Any] = {
@@ -112,6 +113,9 @@ def config_fields(src: Source, name: str) -> list[dict[str, Any]]:
         if choices is not None and not entry["annotation"].endswith("| str"):
             entry["choices"] = choices
         _default(stmt.value, entry)
+        after = body[index + 1] if index + 1 < len(body) else None
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+            entry["doc"] = " ".join(str(after.value.value).split())
         out.append(entry)
     return out
 

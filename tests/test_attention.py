@@ -201,3 +201,56 @@ def test_batch_lines_match_the_single_resolution(gpt_oss: str) -> None:
     got = json.loads(batch.splitlines()[0])
     for key in ("attention_config", "attention_hash", "selection"):
         assert got[key] == single[key]
+
+
+def test_explain_attention_backend_value() -> None:
+    out = run("explain", "attention_backend=flashinfer_mla", "--format", "json")
+    data = out.json()
+    assert out.exit_code == 0
+    assert data["value"] == "FLASHINFER_MLA"
+    assert data["requirements"]["capability"] == "SM10x"
+    assert data["example"].startswith("kernelcfg resolve --device b200")
+    assert run("explain", "attention_backend=flashinfer_ml").exit_code == 2
+
+
+def test_backends_judges_every_attention_backend() -> None:
+    out = run(
+        "backends",
+        *V33,
+        "--device",
+        "h100",
+        "--architecture",
+        "DeepseekV3ForCausalLM",
+        "--format",
+        "json",
+    )
+    verdicts = {
+        v["value"]: v["verdict"]
+        for v in out.json()["backends"]
+        if v["field"] == "attention_backend"
+    }
+    assert verdicts["FLASHINFER_MLA"] == "cannot-run"
+    assert verdicts["ROCM_ATTN"] == "cannot-run"
+    assert verdicts["FLASH_ATTN_MLA"] in ("runs", "depends")
+
+
+def test_diff_names_attention_differences() -> None:
+    out = run(
+        "diff",
+        *V33,
+        "--device",
+        "h100",
+        "--a",
+        "--attention-backend FLASH_ATTN",
+        "--b",
+        "-ac.flash_attn_version=3",
+        "--format",
+        "json",
+    )
+    data = out.json()
+    assert out.exit_code == 1
+    assert data["same_hash"] is True
+    assert data["same_attention_hash"] is False
+    assert [d["field"] for d in data["attention_differences"]] == ["backend", "flash_attn_version"]
+    same = run("diff", *V33, "--device", "h100", "--a", "--attention-backend auto", "--b", "-O2")
+    assert same.exit_code == 0

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from kernelcfg.commands.pipeline import resolve_args
-from kernelcfg.engine.attention import platform
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.targets.presets import PRESETS, Target
 from kernelcfg.vllm import attention, attention_config, hashing
@@ -66,7 +65,7 @@ def _features(feature: str) -> attention.Features:
 
 def _select(target: str, feature: str, backend: str | None, world: str) -> attention.Selection:
     assert SELECTOR is not None
-    where = platform(SELECTOR, _target(target), INSTALL.get(world, "pip"), {})
+    where = attention.platform_of(SELECTOR, _target(target), INSTALL.get(world, "pip"), {})
     return SELECTOR.select(backend, _features(feature), where)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcfg.base.errors import ArgumentError, closest
-from kernelcfg.checks import constraints
+from kernelcfg.checks import attention, constraints
 from kernelcfg.vllm import releases
 
 __all__ = ["explain"]
@@ -62,13 +62,15 @@ def explain(text: str) -> dict[str, Any]:
     """Everything kernelcfg knows about a field (``moe_backend``) or a value of it."""
     name, _, value = text.partition("=")
     name = name.strip().lstrip("-").replace("-", "_")
+    if name == attention.FIELD:
+        return attention.explain(value)
     all_fields = list(
         dict.fromkeys(
             f.name for v in releases.known_versions() for f in releases.load(v).kernel_fields
         )
     )
     if name not in all_fields:
-        hint = closest(name, all_fields)
+        hint = closest(name, [*all_fields, attention.FIELD])
         raise ArgumentError(
             f"unknown field {name!r}; fields: {', '.join(all_fields)}"
             + (f" (did you mean {hint!r}?)" if hint else ""),

@@ -40,14 +40,15 @@ def backends(
 ) -> None:
     """Every backend value and whether it can run on the target: runs, cannot run, depends.
 
-    The matrix CI users ask for: each value of --moe-backend, --linear-backend and
-    --sparse-indexer-topk-backend with its verdict and the reason, for the release and
-    target given. Without a quantisation scheme, only what fails for every scheme is
-    "cannot run".
+    The matrix CI users ask for: each value of --moe-backend, --linear-backend,
+    --sparse-indexer-topk-backend and --attention-backend with its verdict and the
+    reason, for the release and target given. Without a quantisation scheme, only what
+    fails for every scheme is "cannot run"; without the model, only what vLLM's
+    attention selector refuses for every model and install.
     """
 
     from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.checks import constraints
+    from kernelcfg.checks import attention, constraints
     from kernelcfg.commands import pipeline
     from kernelcfg.engine.resolution import check_context
 
@@ -58,7 +59,7 @@ def backends(
     ctx = check_context(target, release.version, inputs)
     scheme = ctx.scheme
     choices = {name: release.choices(name) for name in constraints.FIELDS}
-    verdicts = constraints.matrix(ctx, choices)
+    verdicts = constraints.matrix(ctx, choices) + attention.matrix(release.version, target, inputs)
     if fmt in REPORT_FORMATS:
         from kernelcfg.output.reports import Entry
 

@@ -23,7 +23,8 @@ from kernelcfg.cli.common import (
         "  kernelcfg diff --a '--moe-backend triton' --b '--moe-backend cutlass' --device h100\n\n"
         "  kernelcfg diff yesterday.json today.json\n\n"
         "  kernelcfg diff --a '--vllm-version 0.32' --b '--vllm-version 0.33' --device b200\n\n"
-        "Exit codes (as kubectl diff): 0 same hash, 1 different hash, 2 unusable input."
+        "Exit codes (as kubectl diff): 0 same hashes, 1 a different kernel or attention hash, "
+        "2 unusable input."
     ),
 )
 def diff(
@@ -46,8 +47,10 @@ def diff(
     """Why two kernel configurations have different compile-cache hashes.
 
     Names each hash factor that differs (field, A value, B value), the IR-op lists and
-    provider files behind a differing IR sub-hash, and, apart, the fields that differ
-    but are not hashed -- they cannot explain a cache miss.
+    provider files behind a differing IR sub-hash, the attention-config fields that
+    differ (the attention config has its own hash, also part of the compile-cache key),
+    and, apart, the fields that differ but are not hashed -- they cannot explain a cache
+    miss.
     """
 
     from kernelcfg.base.bounded import file_problem, one_line
@@ -67,7 +70,7 @@ def diff(
         data = diff_mod.compare(diff_mod.load_side(a, common), diff_mod.load_side(b, common))
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None
-    code = 0 if data["same_hash"] else 1
+    code = 0 if data["same_hash"] and data["same_attention_hash"] else 1
     if fmt is ListFormat.json:
         write_json(data)
         raise typer.Exit(code)
@@ -88,6 +91,12 @@ def diff(
     for row in data["ir_provider_files"]:
         console.print(
             f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases"
+        )
+    if data["attention_differences"]:
+        console.print(
+            _differences(
+                "attention field", "attention config (its own hash)", data["attention_differences"]
+            )
         )
     if data["not_hashed_differences"]:
         console.print(

@@ -16,7 +16,7 @@ from typing import Any
 from kernelcfg.base.bounded import loads_json, read_text, shown
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, resolve_args
-from kernelcfg.vllm import releases
+from kernelcfg.vllm import attention_config, releases
 
 __all__ = ["Side", "compare", "load_side"]
 
@@ -37,6 +37,10 @@ class Side:
     """The compile-cache hash."""
     hash_factors: dict[str, Any]
     """What was hashed."""
+    attention_config: dict[str, Any] | None = None
+    """The attention config (the release's defaults where none was given)."""
+    attention_hash: str | None = None
+    """Its hash; ``None`` where the release or the saved output has none."""
 
 
 _SAVED_SHAPE: dict[str, type | tuple[type, ...]] = {
@@ -60,6 +64,9 @@ def _from_saved(path: str) -> Side:
                 "cannot be compared)"
             )
     platform = data.get("platform")
+    attention = data.get("attention_config")
+    found = attention_config.facts(data["vllm_version"]) if attention is None else None
+    hashed = data.get("attention_hash")
     return Side(
         path,
         data["vllm_version"],
@@ -67,6 +74,8 @@ def _from_saved(path: str) -> Side:
         data["kernel_config"],
         data["hash"],
         data["hash_factors"],
+        attention if isinstance(attention, dict) else (found.defaults if found else None),
+        hashed if isinstance(hashed, str) else None,
     )
 
 
@@ -87,6 +96,8 @@ def load_side(spec: str, common: Sequence[str] = ()) -> Side:
     if result.hash is None or result.hash_factors is None or result.kernel_config is None:
         reason = next((p.message for p in result.problems if p.severity == "error"), "")
         raise ArgumentError(f"{shown(spec)} has no hash: {reason}")
+    found = attention_config.facts(result.release.version)
+    attention = result.attention
     return Side(
         spec,
         result.release.version,
@@ -94,6 +105,8 @@ def load_side(spec: str, common: Sequence[str] = ()) -> Side:
         result.kernel_config,
         result.hash,
         result.hash_factors,
+        (attention.config or (found.defaults if found else None)) if attention else None,
+        attention.hash if attention else None,
     )
 
 
@@ -132,6 +145,16 @@ def _ir_detail(a: Side, b: Side) -> tuple[list[dict[str, Any]], list[dict[str, A
     return lists, files
 
 
+def _attention_differences(a: Side, b: Side) -> list[dict[str, Any]]:
+    """The attention-config fields that differ (every field enters its hash)."""
+    left, right = a.attention_config or {}, b.attention_config or {}
+    return [
+        {"field": key, "a": left.get(key), "b": right.get(key)}
+        for key in dict.fromkeys([*left, *right])
+        if left.get(key) != right.get(key)
+    ]
+
+
 def compare(a: Side, b: Side) -> dict[str, Any]:
     """The difference between two sides, as data."""
     hashed = [
@@ -147,30 +170,40 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
     ]
     ir_lists, ir_files = _ir_detail(a, b)
     same = a.hash == b.hash
+    attention = _attention_differences(a, b)
+    same_attention = a.attention_hash == b.attention_hash
     if same:
-        why = "same compile-cache hash"
+        why = "same compile-cache hash" if same_attention else "same kernel hash"
     elif hashed:
         why = "the hash differs because of: " + ", ".join(str(h["field"]) for h in hashed)
     else:
         why = "the hash differs"
+    if not same_attention:
+        why += "; the attention hash differs" + (
+            " because of: " + ", ".join(str(d["field"]) for d in attention) if attention else ""
+        )
     return {
         "same_hash": same,
+        "same_attention_hash": same_attention,
         "summary": why,
         "a": {
             "label": a.label,
             "vllm_version": a.vllm_version,
             "platform": a.platform,
             "hash": a.hash,
+            "attention_hash": a.attention_hash,
         },
         "b": {
             "label": b.label,
             "vllm_version": b.vllm_version,
             "platform": b.platform,
             "hash": b.hash,
+            "attention_hash": b.attention_hash,
         },
         "hashed_differences": hashed,
         "ir_op_priority_lists": ir_lists,
         "ir_provider_files": ir_files,
+        "attention_differences": attention,
         "not_hashed_differences": not_hashed,
         "note": (
             "fields outside the hash cannot explain a compile-cache miss" if not_hashed else None

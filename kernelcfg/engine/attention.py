@@ -21,9 +21,9 @@ from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.attention import Features, Platform, Selection, Selector
+    from kernelcfg.vllm.attention import Features, Selection, Selector
 
-__all__ = ["AttentionResult", "platform", "resolve_attention", "selection_data"]
+__all__ = ["AttentionResult", "resolve_attention", "selection_data"]
 
 
 @dataclass
@@ -109,31 +109,6 @@ def _model_known(inputs: Inputs) -> bool:
     return inputs.hf_config is not None or bool(inputs.architectures)
 
 
-def platform(model: Selector, target: Target, install: str, env: dict[str, str]) -> Platform:
-    """The target as the selector sees it, under one install."""
-    capability: tuple[int, int] | None = None
-    if target.capability is not None:
-        major, _, minor = target.capability.partition(".")
-        capability = (int(major), int(minor or 0))
-    elif target.gfx_arch is not None:
-        capability = _gfx_capability(target.gfx_arch)
-    from kernelcfg.vllm.attention import Platform
-
-    return Platform(
-        target.kind, capability, target.device, model.libraries(target.kind, install), env
-    )
-
-
-def _gfx_capability(arch: str) -> tuple[int, int] | None:
-    """ROCm's capability from the gfx arch, as vLLM reads it (gfx942 is 9.4, gfx1201 12.0)."""
-    digits = arch.removeprefix("gfx")
-    if len(digits) == 3 and digits[:2].isdigit():
-        return int(digits[0]), int(digits[1])
-    if len(digits) == 4 and digits[:3].isdigit():
-        return int(digits[:2]), int(digits[2])
-    return None
-
-
 def _features(model: Selector, inputs: Inputs, values: dict[str, Any]) -> Features:
     from kernelcfg.vllm.attention import features
 
@@ -158,10 +133,12 @@ def _select(
     problems: list[Problem],
 ) -> dict[str, Any]:
     """Walk the selector under every install; report the chosen one, problems for all."""
+    from kernelcfg.vllm.attention import platform_of
+
     feats = _features(model, inputs, values)
     requested = values.get("backend")
     picks = {
-        install: model.select(requested, feats, platform(model, target, install, inputs.env))
+        install: model.select(requested, feats, platform_of(model, target, install, inputs.env))
         for install in INSTALLS
     }
     chosen = picks[inputs.install]

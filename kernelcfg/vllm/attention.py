@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
+from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import releases
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "Platform",
     "Selection",
     "Selector",
+    "features",
+    "platform_of",
     "selector",
 ]
 
@@ -822,4 +825,29 @@ def _head_size(hf: Mapping[str, Any], use_mla: bool) -> int | None:
     hidden, heads = hf.get("hidden_size"), hf.get("num_attention_heads")
     if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
         return hidden // heads
+    return None
+
+
+def platform_of(
+    model: Selector, target: Target, install: str, env: Mapping[str, str] | None = None
+) -> Platform:
+    """A target as the selector sees it, under one install."""
+    capability: tuple[int, int] | None = None
+    if target.capability is not None:
+        major, _, minor = target.capability.partition(".")
+        capability = (int(major), int(minor or 0))
+    elif target.gfx_arch is not None:
+        capability = _gfx_capability(target.gfx_arch)
+    return Platform(
+        target.kind, capability, target.device, model.libraries(target.kind, install), env or {}
+    )
+
+
+def _gfx_capability(arch: str) -> tuple[int, int] | None:
+    """ROCm's capability from the gfx arch, as vLLM reads it (gfx942 is 9.4, gfx1201 12.0)."""
+    digits = arch.removeprefix("gfx")
+    if len(digits) == 3 and digits[:2].isdigit():
+        return int(digits[0]), int(digits[1])
+    if len(digits) == 4 and digits[:3].isdigit():
+        return int(digits[:2]), int(digits[2])
     return None

@@ -1,0 +1,198 @@
+"""``--attention-backend`` for ``explain`` and ``backends``: what a backend declares,
+release by release, and its verdict on a target when the model is not known."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.checks.constraints import Verdict
+from kernelcfg.targets.presets import PRESETS, Target
+from kernelcfg.vllm import attention_config, releases
+from kernelcfg.vllm.attention import Features, Selector, features, platform_of, selector
+from kernelcfg.vllm.inputs import INSTALLS, Inputs
+
+__all__ = ["FIELD", "explain", "matrix"]
+
+FIELD = "attention_backend"
+"""The field name ``explain`` and ``backends`` use for ``--attention-backend``."""
+
+_EXAMPLE_DEVICES = ("h100", "b200", "rtx-pro-6000", "a100", "cpu")
+_WHEN_UNMET = (
+    "vLLM raises ValueError in the attention selector while it loads the model "
+    '("Selected backend … is not valid for this configuration"); the CPU platform '
+    "ignores a backend it does not take, XPU refuses names it has no branch for"
+)
+
+
+def _span(versions: list[str]) -> str:
+    known = list(releases.known_versions())
+    if not versions:
+        return "no release kernelcfg knows"
+    if versions[-1] == known[-1]:
+        return (
+            "vLLM {} and later".format(versions[0])
+            if versions[0] == known[0]
+            else (f"since vLLM {versions[0]}")
+        )
+    return f"vLLM {versions[0]} to {versions[-1]}"
+
+
+def _having(name: str | None = None) -> list[str]:
+    """The releases with attention facts (and, with ``name``, that backend)."""
+    out = []
+    for version in releases.known_versions():
+        found = attention_config.facts(version)
+        if found is not None and (name is None or name in found.backends):
+            out.append(version)
+    return out
+
+
+def explain(value: str) -> dict[str, Any]:
+    """``explain attention_backend[=VALUE]`` in the shape of the kernel-config fields."""
+    having = _having()
+    newest = attention_config.facts(having[-1])
+    assert newest is not None
+    spec = next(f for f in newest.fields if f["name"] == "backend")
+    names = dict.fromkeys(n for v in having for n in attention_config.facts(v).backends)  # type: ignore[union-attr]
+    out: dict[str, Any] = {
+        "field": FIELD,
+        "doc": spec.get("doc", ""),
+        "releases": _span(having),
+        "default": "auto",
+        "hashed": {v: True for v in having},
+        "flag": "--attention-backend",
+        "choices": {n: _span(_having(n)) for n in names},
+    }
+    if not value:
+        out["example"] = (
+            "kernelcfg resolve --device rtx-pro-6000 --architecture "
+            "GptOssForCausalLM --explain-sources"
+        )
+        return out
+    name = value.strip().upper()
+    if name not in names:
+        hint = closest(value, names)
+        raise ArgumentError(
+            f"attention_backend has no value {value!r}; values: {', '.join(names)}"
+            + (f" (did you mean {hint!r}?)" if hint else ""),
+            field=FIELD,
+        )
+    out["value"] = name
+    out["value_releases"] = out["choices"][name]
+    model = _newest_selector(name)
+    out["requirements"] = _requirements(model, name) if model is not None else {}
+    out["when_unmet"] = _WHEN_UNMET
+    path = newest.backends.get(name) or ""
+    out["source"] = path.rsplit(".", 1)[0].replace(".", "/").removeprefix("vllm/") + ".py"
+    example = _example(model, name) if model is not None else None
+    if example:
+        out["example"] = example
+    return out
+
+
+def _newest_selector(name: str) -> Selector | None:
+    for version in reversed(releases.known_versions()):
+        model = selector(version)
+        if model is not None and name in model.backends:
+            return model
+    return None
+
+
+def _requirements(model: Selector, name: str) -> dict[str, Any]:
+    facts = model.backends[name]
+    out: dict[str, Any] = {"checked_for": f"vLLM {model.version}"}
+    if "refuse" in facts:
+        out["refused"] = facts["refuse"]
+        return out
+    out["platforms"] = [facts.get("platform", "cuda")]
+    needs = model.needs(name)
+    if needs:
+        out["capability"] = needs
+    for key, label in (
+        ("dtypes", "dtypes"),
+        ("kv_cache_dtypes", "kv_cache_dtypes"),
+        ("head_sizes", "head_sizes"),
+        ("head_size_rule", "head_size_rule"),
+    ):
+        if facts.get(key):
+            out[label] = facts[key]
+    out["attention"] = ("MLA" if facts.get("mla") else "MHA/GQA") + (
+        ", sparse" if facts.get("sparse") else ""
+    )
+    out["sinks"] = (
+        bool(facts.get("sink"))
+        if not isinstance(facts.get("sink"), str)
+        else (f"when {facts['sink']} allows")
+    )
+    libraries = [*facts.get("imports", ()), *_libraries(facts.get("combination", ()))]
+    if libraries:
+        out["needs"] = [model.data["libraries"].get(lib, lib) for lib in dict.fromkeys(libraries)]
+    checks = [rule["reason"] for rule in facts.get("combination", ())]
+    if checks:
+        out["checks"] = checks
+    return out
+
+
+def _libraries(rules: Any) -> list[str]:
+    return [rule["if"]["missing"] for rule in rules if "missing" in rule["if"]]
+
+
+def _example(model: Selector, name: str) -> str | None:
+    """A command where the backend is not refused (the model left open)."""
+    for device in _EXAMPLE_DEVICES:
+        where = platform_of(model, PRESETS[device], "image")
+        if model.select(name, Features(), where).status != "error":
+            return f"kernelcfg resolve --device {device} --attention-backend {name}"
+    return None
+
+
+def matrix(version: str, target: Target, inputs: Inputs) -> list[Verdict]:
+    """Every ``--attention-backend`` value's verdict on the target for what is known of
+    the model: cannot run (refused under every install), runs, depends, or no effect."""
+    model = selector(version)
+    found = attention_config.facts(version)
+    if model is None or found is None:
+        return []
+    shape = features(
+        model,
+        inputs.hf_config,
+        inputs.architectures,
+        dtype=inputs.dtype,
+        kv_cache_dtype=inputs.kv_cache_dtype,
+        block_size=inputs.block_size,
+        tensor_parallel_size=inputs.tensor_parallel_size,
+        env=inputs.env,
+    )
+    verdicts = []
+    for name in found.backends:
+        picks = {
+            install: model.select(name, shape, platform_of(model, target, install, inputs.env))
+            for install in INSTALLS
+        }
+        verdicts.append(_verdict(name, picks))
+    return verdicts
+
+
+def _verdict(name: str, picks: Mapping[str, Any]) -> Verdict:
+    pip = picks["pip"]
+    if all(p.status == "error" for p in picks.values()):
+        reasons = [r for c in pip.candidates for r in c.reasons] or [pip.message or ""]
+        return Verdict(FIELD, name, "cannot-run", "; ".join(reasons))
+    if pip.status == "ignored":
+        return Verdict(FIELD, name, "no-effect", f"ignored: vLLM uses {pip.backend or 'its own'}")
+    works = [i for i, p in picks.items() if p.status != "error"]
+    if pip.status == "error":
+        return Verdict(
+            FIELD,
+            name,
+            "depends",
+            f"refused with --install pip; may run with --install {' or '.join(works)}",
+        )
+    if pip.status == "selected":
+        return Verdict(FIELD, name, "runs", "vLLM honours it on this target")
+    unknown = [r for c in pip.candidates for r in c.reasons]
+    return Verdict(
+        FIELD, name, "depends", "depends on the model (give its config.json)", tuple(unknown)
+    )
