@@ -13,7 +13,7 @@ from kernelcfg.vllm import attention_config, releases
 from kernelcfg.vllm.attention import Features, Selector, features, platform_of, selector
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 
-__all__ = ["FIELD", "explain", "matrix"]
+__all__ = ["FIELD", "explain", "matrix", "span"]
 
 FIELD = "attention_backend"
 """The field name ``explain`` and ``backends`` use for ``--attention-backend``."""
@@ -26,17 +26,21 @@ _WHEN_UNMET = (
 )
 
 
-def _span(versions: list[str]) -> str:
+def span(versions: list[str]) -> str:
+    """Releases as words: ``vLLM 0.29.0 and later``, ``since vLLM 0.32.0``, ``vLLM A to B``."""
     known = list(releases.known_versions())
     if not versions:
         return "no release kernelcfg knows"
-    if versions[-1] == known[-1]:
-        return (
-            "vLLM {} and later".format(versions[0])
-            if versions[0] == known[0]
-            else (f"since vLLM {versions[0]}")
-        )
-    return f"vLLM {versions[0]} to {versions[-1]}"
+    first, last = versions[0], versions[-1]
+    if last == known[-1]:
+        return f"since vLLM {first}" if first != known[0] else f"vLLM {first} and later"
+    return f"vLLM {first} to {last}"
+
+
+def _facts(version: str) -> attention_config.AttentionFacts:
+    found = attention_config.facts(version)
+    assert found is not None
+    return found
 
 
 def _having(name: str | None = None) -> list[str]:
@@ -55,15 +59,15 @@ def explain(value: str) -> dict[str, Any]:
     newest = attention_config.facts(having[-1])
     assert newest is not None
     spec = next(f for f in newest.fields if f["name"] == "backend")
-    names = dict.fromkeys(n for v in having for n in attention_config.facts(v).backends)  # type: ignore[union-attr]
+    names = dict.fromkeys(n for v in having for n in _facts(v).backends)
     out: dict[str, Any] = {
         "field": FIELD,
         "doc": spec.get("doc", ""),
-        "releases": _span(having),
+        "releases": span(having),
         "default": "auto",
-        "hashed": {v: True for v in having},
+        "hashed": dict.fromkeys(having, True),
         "flag": "--attention-backend",
-        "choices": {n: _span(_having(n)) for n in names},
+        "choices": {n: span(_having(n)) for n in names},
     }
     if not value:
         out["example"] = (

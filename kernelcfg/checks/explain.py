@@ -48,16 +48,6 @@ def _example(name: str, value: str, version: str) -> str | None:
     return fallback
 
 
-def _span(versions: list[str]) -> str:
-    known = list(releases.known_versions())
-    if not versions:
-        return "no release kernelcfg knows"
-    first, last = versions[0], versions[-1]
-    if last == known[-1]:
-        return f"since vLLM {first}" if first != known[0] else f"vLLM {first} and later"
-    return f"vLLM {first} to {last}"
-
-
 def explain(text: str) -> dict[str, Any]:
     """Everything kernelcfg knows about a field (``moe_backend``) or a value of it."""
     name, _, value = text.partition("=")
@@ -82,7 +72,7 @@ def explain(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "field": name,
         "doc": facts.doc,
-        "releases": _span(having),
+        "releases": attention.span(having),
         "default": facts.default,
         "hashed": {v: name not in releases.load(v).hash_ignored for v in having},
         "flag": f"--{name.replace('_', '-')}"
@@ -96,7 +86,7 @@ def explain(text: str) -> dict[str, Any]:
         def offering(choice: str) -> list[str]:
             return releases.versions_where(lambda r: choice in r.choices(kind))
 
-        out["choices"] = {c: _span(offering(c)) for c in everything}
+        out["choices"] = {c: attention.span(offering(c)) for c in everything}
     if not value:
         if name in _FLAGS:
             found = _example(name, _DEFAULT_VALUE[name], newest.version)
