@@ -144,23 +144,16 @@ def test_nothing_asked_means_no_selection() -> None:
     assert len(data["attention_hash"]) == 64
 
 
-def test_034_has_the_config_and_hash_but_no_selector_model_yet() -> None:
-    out = run(
-        "resolve",
-        "--vllm-version",
-        "0.34",
-        "--device",
-        "h100",
-        "--attention-backend",
-        "FLASHINFER_TS",
-        "--format",
-        "json",
-    )
-    data = out.json()
-    assert out.exit_code == 0
+def test_034_knows_its_new_backends() -> None:
+    base = ("resolve", "--vllm-version", "0.34", "--attention-backend", "FLASHINFER_TS")
+    data = run(*base, "--device", "b200", "--format", "json").json()
     assert data["attention_config"]["backend"] == "FLASHINFER_TS"
-    assert data["selection"] is None
-    older = run("resolve", *V33, "--attention-backend", "FLASHINFER_TS", "--device", "h100")
+    assert data["selection"]["attention"]["status"] == "depends"
+    assert data["selection"]["attention"]["kernel"] == "FlashInferTSBackend"
+    hopper = run(*base, "--device", "h100")
+    assert hopper.exit_code == 1
+    assert "FLASHINFER_TS needs SM100 or SM103 or SM107" in hopper.stderr
+    older = run("resolve", *V33, "--attention-backend", "FLASHINFER_TS", "--device", "b200")
     assert older.exit_code == 1
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from kernelcfg.checks import constraints
 from kernelcfg.targets.presets import PRESETS
-from kernelcfg.vllm import releases
+from kernelcfg.vllm import attention_config, releases
 from kernelcfg.vllm.quantization import schemes_of_quantization
 
 from .cli_helpers import run
@@ -237,7 +237,11 @@ def test_backends_and_explain_commands() -> None:
     verdicts = {(b["field"], b["value"]): b["verdict"] for b in data["backends"]}
     assert verdicts[("moe_backend", "flashinfer_trtllm")] == "runs"
     assert verdicts[("moe_backend", "aiter")] == "cannot-run"
-    assert len(verdicts) == sum(len(RELEASE.choices(f)) for f in constraints.FIELDS)
+    kernel = {k: v for k, v in verdicts.items() if k[0] != "attention_backend"}
+    assert len(kernel) == sum(len(RELEASE.choices(f)) for f in constraints.FIELDS)
+    attention = attention_config.facts(data["vllm_version"])
+    assert attention is not None
+    assert len(verdicts) - len(kernel) == len(attention.backends)
     explained = run("explain", "moe_backend=flashinfer_moe_ep_cutedsl", "--format", "json").json()
     assert explained["value_releases"] == "since vLLM 0.32.0"
     assert explained["requirements"]["expert_parallel"] == "required"

@@ -94,6 +94,8 @@ class Platform:
     """The optional libraries installed (from ``--install``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """The engine's environment variables."""
+    arch: str | None = None
+    """ROCm's gfx architecture (``gfx942``)."""
 
     @property
     def major(self) -> int | None:
@@ -153,11 +155,27 @@ class _Context:
 
     def fa_available(self, version: int) -> bool:
         """``is_fa_version_supported``: the extension or files ship in the CUDA wheel;
-        the capability decides."""
+        the capability decides (ROCm has none of vLLM's FlashAttention builds)."""
         families = self.facts["flash_attn"]["families"][str(version)]
-        return self.p.major in families and (
-            self.p.capability is not None and self.p.capability >= (8, 0)
+        return (
+            self.p.kind == "cuda"
+            and self.p.major in families
+            and (self.p.capability is not None and self.p.capability >= (8, 0))
         )
+
+    def env_on(self, name: str) -> bool:
+        """A ``VLLM_ROCM_USE_AITER*`` switch as vLLM reads it (``1``/``true``), with the
+        release's default."""
+        default = self.facts["env_defaults"].get(name, "0")
+        return self.p.env.get(name, default).lower() in ("1", "true")
+
+    def aiter(self, switch: str | None = None) -> bool:
+        """``is_aiter_found_and_supported`` (aiter installed, CDNA3 or newer), and with
+        ``switch`` also ``VLLM_ROCM_USE_AITER`` and that switch on."""
+        found = self.has("aiter") and cdna_version(self.p.arch) >= 3
+        if switch is None or not found:
+            return found
+        return self.env_on("VLLM_ROCM_USE_AITER") and self.env_on(switch)
 
     def fa_version(
         self,
@@ -250,6 +268,33 @@ def _has_attr(ctx: _Context, name: str) -> Tri:
     return None if ctx.f.hf is None else name in ctx.f.hf
 
 
+def cdna_version(arch: str | None) -> int:
+    """``get_cdna_version``: gfx90a 2, gfx942 3, gfx950 4, gfx1250 5, else 0."""
+    table = {"gfx90a": 2, "gfx942": 3, "gfx950": 4, "gfx1250": 5}
+    return next((v for k, v in table.items() if k in (arch or "")), 0)
+
+
+def rdna(arch: str | None) -> bool:
+    """``on_gfx1x``: gfx11 or gfx12, not CDNA (gfx1250 is CDNA)."""
+    text = arch or ""
+    return ("gfx11" in text or "gfx12" in text) and not ("gfx9" in text or "gfx1250" in text)
+
+
+def rdna_version(arch: str | None) -> int:
+    """``get_rdna_version``: RDNA4 (gfx1200, gfx1201) 4, gfx11 3, else 0."""
+    text = arch or ""
+    if "gfx1200" in text or "gfx1201" in text:
+        return 4
+    return 3 if "gfx11" in text else 0
+
+
+_ARCH_RULES: dict[str, Callable[[str | None, int], bool]] = {
+    "cdna_at_least": lambda arch, n: cdna_version(arch) >= n,
+    "cdna_or_rdna": lambda arch, n: n in (cdna_version(arch), rdna_version(arch)),
+}
+"""Capability rules of ROCm backends that read the gfx architecture, not the capability."""
+
+
 def _fa_version_not_in(ctx: _Context, versions: list[int]) -> Tri:
     if ctx.f.head_size is None or ctx.f.has_sink is None:
         return None
@@ -282,6 +327,19 @@ _PREDICATES: dict[str, Callable[[_Context, Any], Tri]] = {
     "num_heads_not_in": lambda c, v: _not(_tri_in(c.f.num_heads, v)),
     "fa_kv_refused": lambda c, v: _not(c.fa_supports_kv()) if v else c.fa_supports_kv(),
     "fa_version_not_in": _fa_version_not_in,
+    "kind_not": lambda c, v: c.p.kind != v,
+    "block_size_not_multiple_of": lambda c, v: (
+        c.f.block_size is not None and c.f.block_size % v != 0
+    ),
+    "fa_mla": lambda c, v: (c.fa_available(3) and c.p.major == 9) == v,
+    "rdna": lambda c, v: rdna(c.p.arch) == v,
+    "gfx12": lambda c, v: (rdna(c.p.arch) and "gfx12" in (c.p.arch or "")) == v,
+    "aiter_supported": lambda c, v: c.aiter() == v,
+    "aiter_mla": lambda c, v: c.aiter("VLLM_ROCM_USE_AITER_MLA") == v,
+    "aiter_mha": lambda c, v: c.aiter("VLLM_ROCM_USE_AITER_MHA") == v,
+    "aiter_rdna": lambda c, v: (
+        (c.has("aiter") and rdna_version(c.p.arch) == 4 and c.env_on("VLLM_ROCM_USE_AITER")) == v
+    ),
 }
 """The condition words of the selector data: each is one test on the model, the target
 or the install; a condition holds when all of its words hold."""
@@ -400,6 +458,8 @@ class Selector:
             )
         for library in facts.get("imports", ()):
             if library not in platform.libraries:
+                if platform.kind == "rocm":  # RocmPlatform reports the bare exception name
+                    return "ImportError"
                 return str(self.data["import_errors"].get(library, f"ImportError: {library}"))
         return None
 
@@ -470,19 +530,21 @@ class Selector:
 
     @staticmethod
     def _capability(facts: Mapping[str, Any], ctx: _Context) -> Tri:
+        """``supports_compute_capability``: by capability, or (ROCm) by architecture."""
         rule = facts.get("capability")
-        cap = ctx.p.capability
         if rule is None:
             return True
+        kind = next(iter(rule))
+        if kind in _ARCH_RULES:
+            return _ARCH_RULES[kind](ctx.p.arch, rule[kind])
+        cap = ctx.p.capability
         if cap is None:
             return None
-        if "majors" in rule:
+        if kind == "majors":
             return cap[0] in rule["majors"]
-        if "exact" in rule:
+        if kind == "exact":
             return [cap[0], cap[1]] in rule["exact"]
-        low = _cap(rule.get("min", [0, 0]))
-        high = _cap(rule.get("max", [99, 99]))
-        return low <= cap <= high
+        return _cap(rule.get("min", [0, 0])) <= cap <= _cap(rule.get("max", [99, 99]))
 
     # -- a platform's walk -----------------------------------------------------------
 
@@ -675,9 +737,11 @@ def _depends(found: Check) -> str:
         word = next((w for key, w in _UNKNOWN_WORDS if key in reason), "config.json")
         if word not in words:
             words.append(word)
+    fix = "give its config.json (a local model folder, --hf-config-path)"
     return (
-        f"{found.backend} depends on the model's {', '.join(words)}; give its config.json "
-        "(a local model folder, --hf-config-path) or --dtype"
+        f"{found.backend} depends on the model's {', '.join(words)}; "
+        + fix
+        + (" or --dtype" if words == ["dtype"] else "")
     )
 
 
@@ -696,6 +760,8 @@ def _sink(facts: Mapping[str, Any], ctx: _Context) -> Tri:
     rule = facts.get("sink", False)
     if rule == "flash_attn":
         answer: Tri = ctx.fa_version() in (3, 4)
+    elif rule == "mi3xx":
+        answer = any(g in (ctx.p.arch or "") for g in ("gfx942", "gfx950"))
     elif rule == "trtllm":
         answer = (
             ctx.has("flashinfer")
@@ -839,7 +905,12 @@ def platform_of(
     elif target.gfx_arch is not None:
         capability = _gfx_capability(target.gfx_arch)
     return Platform(
-        target.kind, capability, target.device, model.libraries(target.kind, install), env or {}
+        target.kind,
+        capability,
+        target.device,
+        model.libraries(target.kind, install),
+        env or {},
+        target.gfx_arch,
     )
 
 
