@@ -205,14 +205,24 @@ def _problem(
         )
     if chosen.status != "error":
         return None
+    reasons = [r for c in chosen.candidates for r in c.reasons] or [chosen.message or ""]
+    if requested is None:
+        reasons = ["no candidate is valid"]
     if works:
         return Problem(
             "warning",
             "attention-needs-install",
             "attention_backend",
-            f"{flag} on {where}: with --install {install} vLLM refuses it ({chosen.message}); "
-            f"with --install {' or '.join(works)} it may run",
+            f"{flag} on {where}: vLLM refuses it with --install {install} "
+            f"({'; '.join(reasons)}); with --install {' or '.join(works)} it may run",
         )
+    return _refused(model, requested, chosen, reasons, where)
+
+
+def _refused(
+    model: Selector, requested: str | None, chosen: Selection, reasons: list[str], where: str
+) -> Problem:
+    """The error: vLLM refuses under every install."""
     if requested is None:
         return Problem(
             "error",
@@ -220,7 +230,6 @@ def _problem(
             "attention_backend",
             f"no attention backend on {where} for this model: {chosen.message}",
         )
-    reasons = [r for c in chosen.candidates for r in c.reasons] or [chosen.message or ""]
     needs = model.needs(requested)
     said = "; ".join(reasons)
     if needs and "compute capability not supported" in reasons:
@@ -229,7 +238,7 @@ def _problem(
         "error",
         "attention-backend-refused",
         "attention_backend",
-        f"{flag} is refused on {where}: {said}",
+        f"--attention-backend {requested} is refused on {where}: {said}",
     )
 
 
