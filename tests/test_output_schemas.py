@@ -29,6 +29,17 @@ def _outputs(tmp_path: Path) -> dict[str, list[object]]:
         "resolve": [
             run("resolve", "--device", "b200", "--format", "json", "--explain-sources").json(),
             run("resolve", "--moe-backend", "nope", "--format", "json").json(),
+            run(
+                "resolve",
+                "--device",
+                "rtx-pro-6000",
+                "--architecture",
+                "GptOssForCausalLM",
+                "--attention-backend",
+                "FLASHINFER",
+                "--format",
+                "json",
+            ).json(),
         ],
         "batch-line": [json.loads(line) for line in lines.stdout.splitlines()],
         "versions": [run("versions", "--format", "json").json()],

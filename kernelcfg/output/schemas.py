@@ -37,6 +37,29 @@ _PLATFORM = {
     },
 }
 _HASH = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}
+_SELECTION: dict[str, Any] = {
+    "type": "object",
+    "required": ["requested", "status", "backend", "kernel", "value", "candidates", "install"],
+    "properties": {
+        "requested": _STR,
+        "status": {"enum": ["selected", "error", "depends"]},
+        "backend": _STR_OR_NULL,
+        "kernel": _STR_OR_NULL,
+        "value": _STR_OR_NULL,
+        "candidates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["backend", "kernel", "verdict", "reason"],
+                "properties": {"verdict": {"enum": ["ok", "refused", "unknown"]}},
+            },
+        },
+        "install": {"enum": ["pip", "image", "minimal", "all"]},
+        "message": _STR_OR_NULL,
+        "by_install": {"type": "object", "additionalProperties": _STR},
+    },
+}
+"""One field's selection: what vLLM takes and the candidates it walked."""
 _RESOLVE: dict[str, Any] = {
     "type": "object",
     "required": [
@@ -54,6 +77,9 @@ _RESOLVE: dict[str, Any] = {
         "problems",
         "vllm_version_source",
         "model",
+        "attention_config",
+        "attention_hash",
+        "selection",
     ],
     "properties": {
         "format_version": {"const": "1"},
@@ -72,6 +98,12 @@ _RESOLVE: dict[str, Any] = {
         "model": {
             "type": ["object", "null"],
             "required": ["id", "architectures", "quantization", "quant_scheme", "source"],
+        },
+        "attention_config": {"type": ["object", "null"]},
+        "attention_hash": _HASH,
+        "selection": {
+            "type": ["object", "null"],
+            "properties": {"attention": _SELECTION},
         },
         "sources": {"type": "object"},
         "other_options": {"type": "object"},
