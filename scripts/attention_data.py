@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from release_data import RELEASES_DIR, Source, version_of
+from release_data import RELEASES_DIR, Source, version_of, write_or_check
 
 FORMAT = 1
 _REGISTRY = "vllm/v1/attention/backends/registry.py"
@@ -156,13 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     data = build(args.wheel)
     out: Path = args.out or RELEASES_DIR / f"attention-{data['vllm_version']}.json"
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-    if args.check:
-        same = out.exists() and out.read_text() == text
-        print(f"{out.name}: {'identical' if same else 'DIFFERS'}")
-        return 0 if same else 1
-    out.write_text(text)
-    print(f"wrote {out}")
-    return 0
+    return write_or_check(out, text, check=args.check)
 
 
 if __name__ == "__main__":

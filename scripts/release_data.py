@@ -420,8 +420,12 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out or RELEASES_DIR / f"vllm-{version}.json"
     rules_file: Path | None = args.rules_from or (out if out.exists() else None)
     rules = json.loads(rules_file.read_text())["rules"] if rules_file else {}
-    text = dumps(build(args.wheel, rules))
-    if args.check:
+    return write_or_check(out, dumps(build(args.wheel, rules)), check=args.check)
+
+
+def write_or_check(out: Path, text: str, *, check: bool) -> int:
+    """Write ``text`` to ``out``; with ``check``, only say whether it would change (1)."""
+    if check:
         same = out.exists() and out.read_text() == text
         print(f"{out.name}: {'identical' if same else 'DIFFERS'}")
         return 0 if same else 1

@@ -10,7 +10,7 @@ from kernelcfg.base.errors import ArgumentError, closest
 from kernelcfg.checks.constraints import Verdict
 from kernelcfg.targets.presets import PRESETS, Target
 from kernelcfg.vllm import attention_config, releases
-from kernelcfg.vllm.attention import Features, Selector, features, platform_of, selector
+from kernelcfg.vllm.attention import Features, Selector, features_of, platform_of, selector
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 
 __all__ = ["FIELD", "explain", "matrix", "span"]
@@ -159,16 +159,7 @@ def matrix(version: str, target: Target, inputs: Inputs) -> list[Verdict]:
     found = attention_config.facts(version)
     if model is None or found is None:
         return []
-    shape = features(
-        model,
-        inputs.hf_config,
-        inputs.architectures,
-        dtype=inputs.dtype,
-        kv_cache_dtype=inputs.kv_cache_dtype,
-        block_size=inputs.block_size,
-        tensor_parallel_size=inputs.tensor_parallel_size,
-        env=inputs.env,
-    )
+    shape = features_of(model, inputs)
     verdicts = []
     for name in found.backends:
         picks = {

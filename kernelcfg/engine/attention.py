@@ -21,7 +21,7 @@ from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.attention import Features, Selection, Selector
+    from kernelcfg.vllm.attention import Selection, Selector
 
 __all__ = ["AttentionResult", "resolve_attention", "selection_data"]
 
@@ -109,22 +109,6 @@ def _model_known(inputs: Inputs) -> bool:
     return inputs.hf_config is not None or bool(inputs.architectures)
 
 
-def _features(model: Selector, inputs: Inputs, values: dict[str, Any]) -> Features:
-    from kernelcfg.vllm.attention import features
-
-    return features(
-        model,
-        inputs.hf_config,
-        inputs.architectures,
-        dtype=inputs.dtype,
-        kv_cache_dtype=inputs.kv_cache_dtype,
-        block_size=inputs.block_size,
-        tensor_parallel_size=inputs.tensor_parallel_size,
-        env=inputs.env,
-        flash_attn_version=values.get("flash_attn_version"),
-    )
-
-
 def _select(
     model: Selector,
     inputs: Inputs,
@@ -133,9 +117,9 @@ def _select(
     problems: list[Problem],
 ) -> dict[str, Any]:
     """Walk the selector under every install; report the chosen one, problems for all."""
-    from kernelcfg.vllm.attention import platform_of
+    from kernelcfg.vllm.attention import features_of, platform_of
 
-    feats = _features(model, inputs, values)
+    feats = features_of(model, inputs, values.get("flash_attn_version"))
     requested = values.get("backend")
     picks = {
         install: model.select(requested, feats, platform_of(model, target, install, inputs.env))

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import releases
+from kernelcfg.vllm.inputs import Inputs
 
 __all__ = [
     "Check",
@@ -27,6 +28,7 @@ __all__ = [
     "Selection",
     "Selector",
     "features",
+    "features_of",
     "platform_of",
     "selector",
 ]
@@ -854,6 +856,21 @@ def features(  # noqa: PLR0913 - the selector's inputs, each from its own flag
         has_sink=traits.get("has_sink"),
         num_heads=heads // tensor_parallel_size if isinstance(heads, int) else None,
         hf=hf,
+        flash_attn_version=flash_attn_version,
+    )
+
+
+def features_of(found: Selector, inputs: Inputs, flash_attn_version: int | None = None) -> Features:
+    """:func:`features` of what a command line says about the model."""
+    return features(
+        found,
+        inputs.hf_config,
+        inputs.architectures,
+        dtype=inputs.dtype,
+        kv_cache_dtype=inputs.kv_cache_dtype,
+        block_size=inputs.block_size,
+        tensor_parallel_size=inputs.tensor_parallel_size,
+        env=inputs.env,
         flash_attn_version=flash_attn_version,
     )
 
