@@ -3,8 +3,8 @@
 Downloads each ``vllm==X`` wheel (about 300 MB each) with ``pip download --no-deps``
 into ``$KERNELCFG_WHEELS`` (default: a temporary folder) and runs
 ``release_data.py --check`` and ``attention_data.py --check`` on it; then installs it
-into a throwaway virtual environment (``scripts/serve_parser/venv.sh``, CPU torch; ``$KERNELCFG_SERVE_VENV``
-keeps it between runs), dumps the parser ``vllm serve`` builds and checks
+into a throwaway virtual environment (``scripts/serve_parser/venv.sh``, CPU torch;
+``$KERNELCFG_SERVE_VENV`` keeps it between runs), dumps the parser ``vllm serve`` builds and checks
 ``serve-X.Y.Z.json`` with ``serve_options.py --check`` (``KERNELCFG_SKIP_SERVE=1``
 skips that half). Exit 1 when any file would change.
 """
