@@ -247,3 +247,15 @@ def test_diff_names_attention_differences() -> None:
     assert [d["field"] for d in data["attention_differences"]] == ["backend", "flash_attn_version"]
     same = run("diff", *V33, "--device", "h100", "--a", "--attention-backend auto", "--b", "-O2")
     assert same.exit_code == 0
+
+
+def test_table_gives_the_indexer_topk_pick_per_rows(tmp_path: Path) -> None:
+    spec = next(
+        f
+        for f in golden("0.33.0", "attention-picks")["meta"]["features"]
+        if f["id"] == "mla.h576.bf16.kv-fp8.dsa.nh16"
+    )
+    (tmp_path / "config.json").write_text(json.dumps(spec["hf_config"]))
+    table = run("resolve", *V33, "--hf-config-path", str(tmp_path), "--device", "h100").stdout
+    said = " ".join(table.split())  # the console wraps at its width
+    assert "cooperative (1-64 rows), persistent (65+ rows); index_topk 2048" in said

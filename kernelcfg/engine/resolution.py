@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
+from kernelcfg.engine.indexer_topk import topk_selection
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import hashing, rules
 from kernelcfg.vllm.context import Compilation, ResolutionContext
@@ -59,6 +60,9 @@ class Resolution:
     """The inputs resolved."""
     attention: AttentionResult | None = None
     """The attention config, its hash and selection (releases with attention facts)."""
+    selection: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per field left to vLLM's choice (``attention``, ``sparse_indexer_topk_backend``),
+    what vLLM picks and the candidates it walks; empty when nothing was asked."""
 
     @property
     def valid(self) -> bool:
@@ -360,6 +364,24 @@ def _constraints(
             result.problems.append(problem)
 
 
+def _selections(
+    release: Release,
+    inputs: Inputs,
+    target: Target,
+    config: dict[str, Any] | None,
+    result: Resolution,
+) -> None:
+    """Step 7 (kernelcfg's own): the attention config and hash, and what vLLM picks for
+    the fields left to its choice."""
+    result.attention = resolve_attention(release, inputs, target, result.problems)
+    if result.attention is not None and result.attention.selection is not None:
+        result.selection["attention"] = result.attention.selection
+    if config is not None and inputs.hf_config is not None:
+        picked = topk_selection(release, inputs, target, config)
+        if picked is not None:
+            result.selection["sparse_indexer_topk_backend"] = picked
+
+
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
     result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
@@ -382,7 +404,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     _late_compilation(release, comp, inputs, breakable, result)
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
-    result.attention = resolve_attention(release, inputs, target, result.problems)
+    _selections(release, inputs, target, config, result)
 
     result.compilation = {
         "mode": comp.mode,

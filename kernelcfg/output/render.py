@@ -105,14 +105,12 @@ def model_data(result: Resolution) -> dict[str, Any] | None:
 
 
 def attention_data(result: Resolution) -> dict[str, Any]:
-    """The attention keys of the contract: the config, its hash and the selection."""
+    """The attention keys of the contract (the config and its hash) and the selection."""
     found = result.attention
-    if found is None:
-        return {"attention_config": None, "attention_hash": None, "selection": None}
     return {
-        "attention_config": found.config,
-        "attention_hash": found.hash,
-        "selection": None if found.selection is None else {"attention": found.selection},
+        "attention_config": found.config if found else None,
+        "attention_hash": found.hash if found else None,
+        "selection": result.selection or None,
     }
 
 
@@ -397,7 +395,8 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
 
 
 def _attention_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
-    """The attention pick (and, with ``walk``, every candidate) and the attention hash."""
+    """The attention pick (and, with ``walk``, every candidate), the sparse-indexer
+    top-k pick per decode rows, and the attention hash."""
     from rich.text import Text
 
     lines: list[Any] = []
@@ -417,6 +416,12 @@ def _attention_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
             lines.append(Text(f"  {place}. {candidate['backend']} {candidate['verdict']}{reason}"))
         for install, outcome in (picked.get("by_install") or {}).items():
             lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
+    topk = (data.get("selection") or {}).get("sparse_indexer_topk_backend")
+    if topk:
+        bands = ", ".join(f"{b} ({rows} rows)" for rows, b in topk["by_rows"].items())
+        lines.append(
+            Text.assemble(("sparse indexer top-k ", "bold"), f"{bands}; index_topk {topk['topk']}")
+        )
     if data.get("attention_hash"):
         lines.append(Text.assemble(("attention hash ", "bold"), data["attention_hash"]))
     return lines

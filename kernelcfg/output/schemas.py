@@ -103,7 +103,13 @@ _RESOLVE: dict[str, Any] = {
         "attention_hash": _HASH,
         "selection": {
             "type": ["object", "null"],
-            "properties": {"attention": _SELECTION},
+            "properties": {
+                "attention": _SELECTION,
+                "sparse_indexer_topk_backend": {
+                    **_SELECTION,
+                    "required": [*_SELECTION["required"], "topk", "by_rows"],
+                },
+            },
         },
         "sources": {"type": "object"},
         "other_options": {"type": "object"},
