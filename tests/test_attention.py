@@ -259,3 +259,21 @@ def test_table_gives_the_indexer_topk_pick_per_rows(tmp_path: Path) -> None:
     table = run("resolve", *V33, "--hf-config-path", str(tmp_path), "--device", "h100").stdout
     said = " ".join(table.split())  # the console wraps at its width
     assert "cooperative (1-64 rows), persistent (65+ rows); index_topk 2048" in said
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ('{"backend": 5}', "backend: Input should be a valid string"),
+        ('{"hisparse_config": {"device_buffer_size": 0}}', "device_buffer_size"),
+        ('{"backend_per_kind": {"nope": "FLASH_ATTN"}}', "Unknown KV cache group kind"),
+        ('{"mla_prefill_backend": "nope"}', "Unknown MLA prefill backend"),
+        ('{"minimax_m3_indexer_cp": true, "indexer_kv_dtype": "mxfp4"}', "requires a bf16"),
+        ('{"tokenspeed_mla_min_split_kv": 1e400}', "finite number"),
+    ],
+)
+def test_bad_attention_config_values_are_one_line_exit_2(value: str, says: str) -> None:
+    out = run("resolve", *V33, "--device", "h100", "-ac", value)
+    assert out.exit_code == 2
+    assert says in out.stderr
+    assert out.stderr.startswith("error: argument --attention-config")

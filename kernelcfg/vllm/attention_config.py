@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any, Literal
 
 from kernelcfg.base import bounded
-from kernelcfg.base.errors import EngineError, closest
+from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.vllm import hashing, releases
 from kernelcfg.vllm.validation import validated
 
@@ -209,8 +209,11 @@ def from_json(found: AttentionFacts, mapping: Mapping[str, Any], flag: str) -> d
     line (exit 2) when it refuses."""
 
     def check() -> dict[str, Any]:
-        model = _model(found.version)(**mapping)
-        return _post_init(model.model_dump())
+        values = _model(found.version)(**mapping).model_dump()
+        try:
+            return _post_init(values)
+        except ValueError as exc:  # __post_init__'s own refusal: pydantic reports it too
+            raise ArgumentError(f"argument {flag}: {exc}", field="attention_config") from None
 
     def explain(err: Any) -> str:
         loc = ".".join(str(p) for p in err["loc"])
