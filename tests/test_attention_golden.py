@@ -197,7 +197,7 @@ def test_a_golden_model_through_the_command_line(tmp_path: Path) -> None:
     assert picked["backend"] == wheel["backend"]
 
 
-TOPK = golden("0.33.0", "auto-picks-topk")
+TOPK = golden("0.33.0", "auto-picks-linear-topk")
 
 
 def test_indexer_topk_auto_walk_is_vllms() -> None:

@@ -17,6 +17,7 @@ from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
 from kernelcfg.engine.indexer_topk import topk_selection
+from kernelcfg.engine.linear import linear_selection
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import hashing, rules
 from kernelcfg.vllm.context import Compilation, ResolutionContext
@@ -376,10 +377,16 @@ def _selections(
     result.attention = resolve_attention(release, inputs, target, result.problems)
     if result.attention is not None and result.attention.selection is not None:
         result.selection["attention"] = result.attention.selection
-    if config is not None and inputs.hf_config is not None:
+    if config is None:
+        return
+    if inputs.hf_config is not None:
         picked = topk_selection(release, inputs, target, config)
         if picked is not None:
             result.selection["sparse_indexer_topk_backend"] = picked
+    if inputs.quant_scheme or inputs.quantization or inputs.hf_config is not None:
+        kernel = linear_selection(release, inputs, target, config, result.problems)
+        if kernel is not None:
+            result.selection["linear_backend"] = kernel
 
 
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:

@@ -395,8 +395,8 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
 
 
 def _attention_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
-    """The attention pick (and, with ``walk``, every candidate), the sparse-indexer
-    top-k pick per decode rows, and the attention hash."""
+    """The attention pick (and, with ``walk``, every candidate), the linear-kernel pick,
+    the sparse-indexer top-k pick per decode rows, and the attention hash."""
     from rich.text import Text
 
     lines: list[Any] = []
@@ -415,6 +415,15 @@ def _attention_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
             reason = f": {candidate['reason']}" if candidate["reason"] else ""
             lines.append(Text(f"  {place}. {candidate['backend']} {candidate['verdict']}{reason}"))
         for install, outcome in (picked.get("by_install") or {}).items():
+            lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
+    kernel = (data.get("selection") or {}).get("linear_backend")
+    if kernel:
+        said = kernel["kernel"] or kernel["status"]
+        value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
+        lines.append(
+            Text.assemble(("linear layers ", "bold"), f"{kernel['scheme']}: {said}{value}")
+        )
+        for install, outcome in (kernel.get("by_install") or {}).items():
             lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
     topk = (data.get("selection") or {}).get("sparse_indexer_topk_backend")
     if topk:

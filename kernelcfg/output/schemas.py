@@ -105,6 +105,10 @@ _RESOLVE: dict[str, Any] = {
             "type": ["object", "null"],
             "properties": {
                 "attention": _SELECTION,
+                "linear_backend": {
+                    **_SELECTION,
+                    "required": [*_SELECTION["required"], "scheme", "layers"],
+                },
                 "sparse_indexer_topk_backend": {
                     **_SELECTION,
                     "required": [*_SELECTION["required"], "topk", "by_rows"],

@@ -1,0 +1,123 @@
+"""The linear-kernel pick of a resolution: what ``--linear-backend auto`` takes for the
+model's quantised layers on the target, install by install.
+
+The layer kind comes from the quantisation scheme (``--quant-scheme``, the model's
+``quantization_config``, ``--quantization``) and, where the checkpoint says so, its
+activation scheme and zero points; when the scheme covers several layer kinds and they
+pick differently, the pick depends on the checkpoint and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kernelcfg.base.problems import Problem
+from kernelcfg.targets.presets import Target
+from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.releases import Release
+
+__all__ = ["linear_selection"]
+
+
+def _layer_kinds(kinds: list[str], inputs: Inputs) -> list[str]:
+    """Narrow a scheme's layer kinds with what the checkpoint and flags say."""
+    quant = (inputs.hf_config or {}).get("quantization_config")
+    quant = quant if isinstance(quant, Mapping) else {}
+    method = str(quant.get("quant_method", inputs.quantization or "")).lower()
+    activation = quant.get("activation_scheme")
+    if activation in ("static", "dynamic") or (inputs.quantization == "fp8" and not quant):
+        wanted = "static_act" if activation == "static" else "dynamic_act"
+        kinds = [k for k in kinds if not k.startswith("fp8_tensor/") or k.endswith(wanted)]
+    if method in ("awq", "awq_marlin", "auto_awq"):
+        kinds = [k for k in kinds if not k.startswith("int4_w4a16/") or k.endswith("awq_zp")]
+    elif method in ("gptq", "gptq_marlin", "auto_gptq"):
+        wanted = "channelwise" if quant.get("group_size") == -1 else "gptq_sym"
+        if inputs.dtype in ("float16", "half") and wanted == "gptq_sym":
+            wanted = "gptq_sym_fp16"
+        kinds = [k for k in kinds if not k.startswith("int4_w4a16/") or k.endswith(wanted)]
+    return kinds
+
+
+def _scheme(inputs: Inputs) -> str | None:
+    """The scheme of the linear layers; ``--quantization fp8`` without a quantised
+    checkpoint is vLLM's online FP8 (per-tensor weights, dynamic activations)."""
+    from kernelcfg.vllm.quantization import scheme_from_quantization
+
+    quant = (inputs.hf_config or {}).get("quantization_config")
+    if inputs.quantization == "fp8" and not quant and not inputs.quant_scheme:
+        return "fp8_tensor"
+    return inputs.quant_scheme or scheme_from_quantization(inputs.quantization)
+
+
+def linear_selection(
+    release: Release,
+    inputs: Inputs,
+    target: Target,
+    config: dict[str, Any],
+    problems: list[Problem],
+) -> dict[str, Any] | None:
+    """``selection.linear_backend``, or ``None`` when it does not apply (an explicit
+    value, no linear facts for the release, or the scheme unknown)."""
+    scheme = _scheme(inputs)
+    if config.get("linear_backend") != "auto" or scheme is None:
+        return None
+    from kernelcfg.vllm.linear import model
+
+    found = model(release.version)
+    if found is None or scheme not in found.data["scheme_layers"]:
+        return None
+    kinds = _layer_kinds(list(found.data["scheme_layers"][scheme]), inputs)
+    picks = {
+        install: {
+            kind: found.pick(
+                kind,
+                found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env),
+            )
+            for kind in kinds
+        }
+        for install in INSTALLS
+    }
+    chosen = picks[inputs.install]
+    first = chosen[kinds[0]]
+    agree = len({p.kernel for p in chosen.values()}) == 1
+    status = first.status if agree else "depends"
+    data: dict[str, Any] = {
+        "requested": "auto",
+        "status": status,
+        "backend": first.values[0] if first.values and agree else None,
+        "kernel": first.kernel if agree else None,
+        "value": first.values[0] if first.values and agree else None,
+        "candidates": [
+            {"backend": name, "kernel": name, "verdict": verdict, "reason": reason}
+            for name, verdict, reason in first.trials
+        ],
+        "install": inputs.install,
+        "message": None if agree else "the checkpoint's layer kind decides",
+        "scheme": scheme,
+        "layers": {kind: pick.kernel or "error" for kind, pick in chosen.items()},
+    }
+    outcomes = {
+        install: "/".join(dict.fromkeys(p.kernel or "error" for p in by_kind.values()))
+        for install, by_kind in picks.items()
+    }
+    if len(set(outcomes.values())) > 1:
+        data["by_install"] = outcomes
+    if status == "error":
+        where = target.device
+        works = [
+            i for i, by_kind in picks.items() if all(p.status != "error" for p in by_kind.values())
+        ]
+        reasons = first.message or "; ".join(f"{n}: {r}" for n, _, r in first.trials)
+        reasons = reasons or "no kernel in vLLM's list"
+        problems.append(
+            Problem(
+                "warning" if works else "error",
+                "linear-no-kernel",
+                "linear_backend",
+                f"linear layers ({scheme}) on {where}: vLLM finds no kernel with --install "
+                f"{inputs.install} ({reasons})"
+                + (f"; with --install {' or '.join(works)} it does" if works else ""),
+            )
+        )
+    return data
