@@ -45,6 +45,8 @@ The target and context, among the flags:
                          installed here, else the newest known
   --architecture NAME    model architecture (repeatable)
   --hf-config-path PATH  a local model folder or config.json
+  --install KIND         pip (default), image, minimal or all: what is
+                         installed beside vLLM (decides some picks)
   --env KEY=VALUE        a variable the engine would see (repeatable);
                          this shell's VLLM_* and TORCH_COMPILE_DISABLE
                          count too
@@ -108,7 +110,7 @@ def resolve(
             "--matrix",
             help="With --batch: resolve every line for each value, e.g. --matrix "
             "device=h100,b200 --matrix vllm_version=0.33,0.34 (repeatable; keys: device, "
-            "platform, capability, gfx_arch, vllm_version, quant_scheme).",
+            "platform, capability, gfx_arch, vllm_version, quant_scheme, install).",
             show_default=False,
         ),
     ] = None,
