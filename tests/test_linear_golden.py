@@ -76,3 +76,33 @@ def test_online_fp8_is_per_tensor_dynamic(tmp_path: Path) -> None:
     assert result.selection["linear_backend"]["layers"] == {
         "fp8_tensor/dynamic_act": "CutlassFP8ScaledMMLinearKernel"
     }
+
+
+def test_034_picks_as_033_but_where_its_source_changed() -> None:
+    """vLLM 0.34.0 keeps the lists and checks, except: unquantized CUDA layers dispatch to
+    ``cuda_unquantized_gemm``, and DeepGEMM needs an nvcc >= 12.9 (``pip install vllm``
+    brings none), so FP8-block layers fall to CUTLASS there."""
+    old, new = linear.model("0.33.0"), linear.model("0.34.0")
+    assert old is not None
+    assert new is not None
+    changed = {}
+    for device, capability in (
+        ("h100", "9.0"),
+        ("b200", "10.0"),
+        ("rtx-pro-6000", "12.0"),
+        ("a100", "8.0"),
+    ):
+        for layer in old.data["layers"]:
+            a = old.pick(layer, old.where("cuda", capability, None, "pip", {})).kernel
+            b = new.pick(layer, new.where("cuda", capability, None, "pip", {})).kernel
+            if a != b:
+                changed[(device, layer)] = b
+    assert changed == {
+        ("h100", "unquantized/bf16"): "cuda_unquantized_gemm",
+        ("b200", "unquantized/bf16"): "cuda_unquantized_gemm",
+        ("rtx-pro-6000", "unquantized/bf16"): "cuda_unquantized_gemm",
+        ("a100", "unquantized/bf16"): "cuda_unquantized_gemm",
+        ("h100", "fp8_block/128x128"): "CutlassFp8BlockScaledMMKernel",
+        ("b200", "fp8_block/128x128"): "CutlassFp8BlockScaledMMKernel",
+        ("rtx-pro-6000", "fp8_block/128x128"): "CutlassFp8BlockScaledMMKernel",
+    }

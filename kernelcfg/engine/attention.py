@@ -116,20 +116,43 @@ def _select(
     values: dict[str, Any],
     problems: list[Problem],
 ) -> dict[str, Any]:
-    """Walk the selector under every install; report the chosen one, problems for all."""
-    from kernelcfg.vllm.attention import features_of, platform_of
+    """Walk the selector under every install; report the chosen one, problems for all.
+    The answer (data and problem, both read-only) is kept per question: a batch of one
+    model asks it line after line."""
+    from kernelcfg.vllm.attention import feature_key, features_of, platform_of
 
     feats = features_of(model, inputs, values.get("flash_attn_version"))
     requested = values.get("backend")
-    picks = {
-        install: model.select(requested, feats, platform_of(model, target, install, inputs.env))
-        for install in INSTALLS
-    }
-    chosen = picks[inputs.install]
-    problem = _problem(model, requested, chosen, picks, inputs.install, target)
+    key = (
+        model.version,
+        requested,
+        feature_key(model, feats),
+        target,
+        inputs.install,
+        tuple(sorted(inputs.env.items())),
+    )
+    kept = _ANSWERS.get(key)
+    if kept is None:
+        picks = {
+            install: model.select(requested, feats, platform_of(model, target, install, inputs.env))
+            for install in INSTALLS
+        }
+        chosen = picks[inputs.install]
+        kept = (
+            selection_data(model, chosen, picks, inputs.install),
+            _problem(model, requested, chosen, picks, inputs.install, target),
+        )
+        if len(_ANSWERS) < _KEPT:
+            _ANSWERS[key] = kept
+    data, problem = kept
     if problem is not None:
         problems.append(problem)
-    return selection_data(model, chosen, picks, inputs.install)
+    return data
+
+
+_KEPT = 256
+_ANSWERS: dict[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = {}
+"""Selections already made in this process (at most ``_KEPT``)."""
 
 
 def selection_data(

@@ -68,6 +68,28 @@ def linear_selection(
     if found is None or scheme not in found.data["scheme_layers"]:
         return None
     kinds = _layer_kinds(list(found.data["scheme_layers"][scheme]), inputs)
+    key = (release.version, tuple(kinds), target, inputs.install, tuple(sorted(inputs.env.items())))
+    kept = _ANSWERS.get(key)
+    if kept is None:
+        kept = _select(found, scheme, kinds, inputs, target)
+        if len(_ANSWERS) < _KEPT:
+            _ANSWERS[key] = kept
+    data, problem = kept
+    if problem is not None:
+        problems.append(problem)
+    return data
+
+
+_KEPT = 256
+_ANSWERS: dict[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = {}
+"""Selections already made in this process (at most ``_KEPT``): a batch asks the same
+question line after line (``make bench``)."""
+
+
+def _select(
+    found: Any, scheme: str, kinds: list[str], inputs: Inputs, target: Target
+) -> tuple[dict[str, Any], Problem | None]:
+    """Walk every layer kind under every install; the data and the problem, if any."""
     picks = {
         install: {
             kind: found.pick(
@@ -103,21 +125,18 @@ def linear_selection(
     }
     if len(set(outcomes.values())) > 1:
         data["by_install"] = outcomes
-    if status == "error":
-        where = target.device
-        works = [
-            i for i, by_kind in picks.items() if all(p.status != "error" for p in by_kind.values())
-        ]
-        reasons = first.message or "; ".join(f"{n}: {r}" for n, _, r in first.trials)
-        reasons = reasons or "no kernel in vLLM's list"
-        problems.append(
-            Problem(
-                "warning" if works else "error",
-                "linear-no-kernel",
-                "linear_backend",
-                f"linear layers ({scheme}) on {where}: vLLM finds no kernel with --install "
-                f"{inputs.install} ({reasons})"
-                + (f"; with --install {' or '.join(works)} it does" if works else ""),
-            )
-        )
-    return data
+    if status != "error":
+        return data, None
+    works = [
+        i for i, by_kind in picks.items() if all(p.status != "error" for p in by_kind.values())
+    ]
+    reasons = first.message or "; ".join(f"{n}: {r}" for n, _, r in first.trials)
+    problem = Problem(
+        "warning" if works else "error",
+        "linear-no-kernel",
+        "linear_backend",
+        f"linear layers ({scheme}) on {target.device}: vLLM finds no kernel with --install "
+        f"{inputs.install} ({reasons or 'no kernel in its list'})"
+        + (f"; with --install {' or '.join(works)} it does" if works else ""),
+    )
+    return data, problem

@@ -27,6 +27,7 @@ __all__ = [
     "Platform",
     "Selection",
     "Selector",
+    "feature_key",
     "features",
     "features_of",
     "platform_of",
@@ -98,6 +99,18 @@ class Platform:
     """The engine's environment variables."""
     arch: str | None = None
     """ROCm's gfx architecture (``gfx942``)."""
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Everything the selector reads of the platform, hashable."""
+        return (
+            self.kind,
+            self.capability,
+            self.device_name,
+            self.libraries,
+            tuple(sorted(self.env.items())),
+            self.arch,
+        )
 
     @property
     def major(self) -> int | None:
@@ -396,6 +409,8 @@ class Selector:
         self.models = ModelFacts(
             frozenset(models["mla_model_types"]), dict(models["architectures"])
         )
+        self.hf_attrs = _hf_attrs(data)
+        self._picks: dict[tuple[Any, ...], Selection] = {}
 
     def kernel(self, name: str | None) -> str | None:
         """The backend's class name, as vLLM's log names it."""
@@ -577,7 +592,19 @@ class Selector:
         return out
 
     def select(self, requested: str | None, features: Features, platform: Platform) -> Selection:
-        """What the platform does with ``requested`` (``None``: auto)."""
+        """What the platform does with ``requested`` (``None``: auto). A batch asks the
+        same question line after line: answers are kept (a few hundred at most), keyed
+        by everything the walk reads (``make bench``: a resolve with a selection costs 3x
+        a plain one without this)."""
+        key = (requested, feature_key(self, features), platform.key)
+        found = self._picks.get(key)
+        if found is None:
+            found = self._select(requested, features, platform)
+            if len(self._picks) < _KEPT:
+                self._picks[key] = found
+        return found
+
+    def _select(self, requested: str | None, features: Features, platform: Platform) -> Selection:
         if platform.kind == "cpu":
             return _cpu(self.data["platforms"]["cpu"]["kv_cache_dtypes"], requested, features)
         if platform.kind == "xpu":
@@ -780,6 +807,49 @@ def _sink(facts: Mapping[str, Any], ctx: _Context) -> Tri:
     if ctx.f.has_sink is None:
         return None if not answer else True
     return answer
+
+
+_KEPT = 512
+"""How many selector answers a process keeps (a batch of one model asks a handful)."""
+
+
+def feature_key(found: Selector, features: Features) -> tuple[Any, ...]:
+    """The features as a hashable key: the config.json enters by the attributes the
+    release's checks read."""
+    hf = features.hf
+    read = None if hf is None else tuple(repr(hf.get(a)) for a in found.hf_attrs)
+    return (
+        features.head_size,
+        features.dtype,
+        features.kv_cache_dtype,
+        features.block_size,
+        features.use_mla,
+        features.use_sparse,
+        features.has_sink,
+        features.num_heads,
+        features.attn_type,
+        features.flash_attn_version,
+        read,
+    )
+
+
+def _hf_attrs(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every config.json attribute the release's checks and reasons read."""
+    import re
+
+    found: set[str] = {"attn_logit_softcapping"}
+    for facts in data["backends"].values():
+        for rule in facts.get("combination", ()):
+            condition = rule["if"]
+            specs = condition.get("hf", [])
+            for spec in specs if isinstance(specs, list) else [specs]:
+                found.add(spec["attr"])
+            if "hf_lacks" in condition:
+                found.add(condition["hf_lacks"])
+            if "hf_not_multiple" in condition:
+                found.add(condition["hf_not_multiple"]["attr"])
+            found.update(re.findall(r"{(\w+)}", rule["reason"]))
+    return tuple(sorted(found))
 
 
 @cache

@@ -39,6 +39,18 @@ class Where:
     features: Mapping[str, bool]
     """The host CPU's features (AMX, Zen)."""
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Everything the walk reads, hashable."""
+        return (
+            self.kind,
+            self.cc,
+            self.gfx,
+            self.libraries,
+            tuple(sorted(self.env.items())),
+            tuple(sorted(self.features.items())),
+        )
+
 
 @dataclass(frozen=True)
 class Pick:
@@ -105,6 +117,7 @@ class LinearModel:
         self.version = version
         self.data = data
         self.kernels: Mapping[str, Mapping[str, Any]] = data["kernels"]
+        self._picks: dict[tuple[Any, ...], Pick] = {}
 
     def where(
         self,
@@ -186,7 +199,17 @@ class LinearModel:
         return found
 
     def pick(self, layer_kind: str, where: Where) -> Pick:
-        """What vLLM takes for one layer kind on ``where``."""
+        """What vLLM takes for one layer kind on ``where`` (answers are kept per process,
+        a few hundred at most: a batch asks the same question line after line)."""
+        key = (layer_kind, where.key)
+        found = self._picks.get(key)
+        if found is None:
+            found = self._pick(layer_kind, where)
+            if len(self._picks) < _KEPT:
+                self._picks[key] = found
+        return found
+
+    def _pick(self, layer_kind: str, where: Where) -> Pick:
         layer = self.data["layers"][layer_kind]
         chooser = self.data["selectors"][layer["selector"]]
         if "dispatch" in chooser:
@@ -245,6 +268,10 @@ def _fill(template: str, layer: Mapping[str, Any], cc: int | None) -> str:
         return template.format(**{**layer, "cc": cc})
     except (KeyError, IndexError):
         return template
+
+
+_KEPT = 512
+"""How many answers a process keeps."""
 
 
 @cache
