@@ -277,3 +277,35 @@ def test_bad_attention_config_values_are_one_line_exit_2(value: str, says: str) 
     assert out.exit_code == 2
     assert says in out.stderr
     assert out.stderr.startswith("error: argument --attention-config")
+
+
+def test_why_attention_in_words(gpt_oss: str) -> None:
+    out = run("why", "attention", *V33, "--device", "rtx-pro-6000", "--hf-config-path", gpt_oss)
+    assert out.exit_code == 0
+    assert "2. FLASHINFER — passed over: attention sinks not supported" in out.stdout
+    assert "3. TRITON_ATTN — taken" in out.stdout
+    assert "image → FLASHINFER" in out.stdout
+    data = run(
+        "why",
+        "attention",
+        *V33,
+        "--device",
+        "rtx-pro-6000",
+        "--hf-config-path",
+        gpt_oss,
+        "--format",
+        "json",
+    ).json()
+    assert (data["field"], data["backend"]) == ("attention", "TRITON_ATTN")
+
+
+def test_why_without_anything_to_walk_teaches() -> None:
+    out = run("why", "linear_backend", "--device", "h100")
+    assert out.exit_code == 2
+    assert "--quant-scheme" in out.stderr
+    assert run("why", "moe", "--device", "h100").exit_code == 2
+
+
+def test_why_exits_1_when_vllm_finds_nothing() -> None:
+    out = run("why", "linear", *V33, "--device", "mi300x", "--quant-scheme", "nvfp4_w4a16")
+    assert out.exit_code == 1

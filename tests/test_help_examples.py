@@ -38,8 +38,17 @@ def _help_examples() -> list[str]:
 HELP_EXAMPLES = _help_examples()
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def _fixtures(folder: Path) -> None:
     (folder / "matrix.jsonl").write_text('["--moe-backend", "triton"]\n')
+    for name, config in (
+        ("gpt-oss-20b", (ROOT / "docs" / "examples" / "gpt-oss-20b" / "config.json").read_text()),
+        ("DeepSeek-V3.2", json.dumps(_dsa_config())),
+    ):
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "config.json").write_text(config)
     saved = run("resolve", "--device", "h100", "--format", "json").stdout
     (folder / "yesterday.json").write_text(saved)
     (folder / "today.json").write_text(saved)
@@ -50,6 +59,21 @@ def _fixtures(folder: Path) -> None:
     ):
         (folder / sub).mkdir(exist_ok=True)
         (folder / sub / name).write_text(text)
+
+
+def _dsa_config() -> dict[str, object]:
+    """A DeepSeek-V3.2 shaped config.json (MLA with a sparse indexer)."""
+    return {
+        "architectures": ["DeepseekV32ForCausalLM"],
+        "model_type": "deepseek_v32",
+        "num_attention_heads": 128,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "index_topk": 2048,
+        "torch_dtype": "bfloat16",
+    }
 
 
 def test_there_are_help_examples() -> None:

@@ -42,6 +42,18 @@ def _outputs(tmp_path: Path) -> dict[str, list[object]]:
             ).json(),
         ],
         "batch-line": [json.loads(line) for line in lines.stdout.splitlines()],
+        "why": [
+            run(
+                "why",
+                "linear_backend",
+                "--device",
+                "h100",
+                "--quant-scheme",
+                "fp8_block",
+                "--format",
+                "json",
+            ).json()
+        ],
         "versions": [run("versions", "--format", "json").json()],
         "versions-compare": [run("versions", "0.33", "0.34", "--format", "json").json()],
         "backends": [run("backends", "--device", "mi300x", "--format", "json").json()],

@@ -16,12 +16,23 @@ from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
     scan,
     schema,
     versions,
+    why,
 )
 from kernelcfg.cli.app import app, main
 
 __all__ = ["COMMANDS", "app", "main"]
 
-COMMANDS = ("resolve", "versions", "diff", "scan", "lint-env", "backends", "explain", "schema")
+COMMANDS = (
+    "resolve",
+    "why",
+    "versions",
+    "diff",
+    "scan",
+    "lint-env",
+    "backends",
+    "explain",
+    "schema",
+)
 """The commands, in the order ``kernelcfg --help`` lists them."""
 
 

@@ -26,6 +26,7 @@ class SchemaOf(StrEnum):
     explain = "explain"
     lint_env = "lint-env"
     scan = "scan"
+    why = "why"
 
 
 @app.command()
@@ -44,7 +45,7 @@ def schema(
     the kernel-relevant keys of a vllm serve --config YAML file. Both are
     stricter than vLLM: canonical names and true/false only. --of resolve,
     batch-line, versions, versions-compare, backends, diff, explain, lint-env,
-    scan: the shape of that command's --format json output.
+    scan, why: the shape of that command's --format json output.
     """
 
     import json

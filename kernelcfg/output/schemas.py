@@ -180,6 +180,14 @@ OUTPUTS: dict[str, dict[str, Any]] = {
         {"same_hash": {"type": "boolean"}, "summary": _STR},
     ),
     "explain": _envelope(["field", "doc", "default", "hashed"], {"field": _STR}),
+    "why": _envelope(
+        ["field", "vllm_version", "platform", *_SELECTION["required"]],
+        {
+            **_SELECTION["properties"],
+            "field": {"enum": ["attention", "linear_backend", "sparse_indexer_topk_backend"]},
+            "platform": _PLATFORM,
+        },
+    ),
     "lint-env": _envelope(
         ["vllm_version", "findings"],
         {

@@ -1,0 +1,121 @@
+"""``kernelcfg why FIELD``: the walk vLLM makes for a field left to its choice, in words."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from kernelcfg.cli.app import app
+from kernelcfg.cli.common import (
+    VLLM_FLAGS_PASS_THROUGH,
+    ListFormat,
+    ListFormatOption,
+    refuse,
+    write_json,
+)
+
+FIELDS = {
+    "attention": "attention",
+    "attention_backend": "attention",
+    "linear_backend": "linear_backend",
+    "linear": "linear_backend",
+    "sparse_indexer_topk_backend": "sparse_indexer_topk_backend",
+    "topk": "sparse_indexer_topk_backend",
+}
+"""The names ``why`` takes, to the key of the resolve's ``selection``."""
+
+_NEEDS = {
+    "attention": "the model (a local folder, --hf-config-path, or --architecture) or an "
+    "attention flag",
+    "linear_backend": "the model's quantisation (--quant-scheme, --quantization, or its "
+    "config.json) and --linear-backend left on auto",
+    "sparse_indexer_topk_backend": "a model with a sparse indexer (index_topk in its "
+    "config.json) and --sparse-indexer-topk-backend left on auto",
+}
+
+
+@app.command(
+    context_settings=VLLM_FLAGS_PASS_THROUGH,
+    epilog=(
+        "Examples:\n\n"
+        "  kernelcfg why attention --device rtx-pro-6000 --hf-config-path ./gpt-oss-20b\n\n"
+        "  kernelcfg why linear_backend --device h100 --quant-scheme fp8_block\n\n"
+        "  kernelcfg why topk --device b200 --hf-config-path ./DeepSeek-V3.2 -tp 8"
+    ),
+)
+def why(
+    field: Annotated[
+        str,
+        typer.Argument(
+            help="attention, linear_backend or sparse_indexer_topk_backend (or topk).",
+            show_default=False,
+        ),
+    ],
+    flags: Annotated[
+        list[str] | None,
+        typer.Argument(help="vLLM's flags and the target, as for resolve.", show_default=False),
+    ] = None,
+    fmt: ListFormatOption = ListFormat.table,
+) -> None:
+    """Why vLLM takes the backend it takes: every candidate, in vLLM's order, and why
+    each one before the pick was passed over.
+
+    The same walk as resolve's `selection` (JSON) and `--explain-sources` (table), for
+    one field, in plain words; other installs (--install) are named where they pick
+    differently. Exit 1 when vLLM finds nothing (it would raise while loading the model).
+    """
+    from kernelcfg.commands import pipeline
+
+    key = FIELDS.get(field.strip().lstrip("-").replace("-", "_"))
+    if key is None:
+        raise refuse(f"why: unknown field {field!r}; fields: {', '.join(FIELDS)}", 2)
+    result = pipeline.resolve_args(list(flags or []))
+    if isinstance(result, pipeline.Failure):
+        raise refuse(result.problem.message, result.problem.exit_code)
+    picked = result.selection.get(key)
+    if picked is None:
+        raise refuse(f"why {key}: nothing to walk; give {_NEEDS[key]}", 2)
+    code = 1 if picked["status"] == "error" else 0
+    if fmt is ListFormat.json:
+        write_json(
+            {
+                "field": key,
+                "vllm_version": result.release.version,
+                "platform": result.target.as_dict(),
+                **picked,
+            }
+        )
+        raise typer.Exit(code)
+    sys.stdout.write("\n".join(_words(key, picked, result)) + "\n")
+    raise typer.Exit(code)
+
+
+def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
+    """The walk as lines of plain words."""
+    took = picked["backend"] or picked["kernel"] or picked["status"]
+    kernel = f" ({picked['kernel']})" if picked["kernel"] and picked["kernel"] != took else ""
+    lines = [
+        f"{key} on {result.target.device} (vLLM {result.release.version}, --install "
+        f"{picked['install']}): {took}{kernel}"
+    ]
+    if picked["candidates"]:
+        lines.append("vLLM tries, in order:")
+    for place, candidate in enumerate(picked["candidates"], 1):
+        verdict = {"ok": "taken", "refused": "passed over", "unknown": "depends"}.get(
+            candidate["verdict"], candidate["verdict"]
+        )
+        reason = f": {candidate['reason']}" if candidate["reason"] else ""
+        lines.append(f"  {place}. {candidate['backend']} — {verdict}{reason}")
+    if picked.get("message"):
+        lines.append(picked["message"])
+    for rows, backend in (picked.get("by_rows") or {}).items():
+        lines.append(f"  {rows} decode rows: {backend}")
+    others = {k: v for k, v in (picked.get("by_install") or {}).items() if k != picked["install"]}
+    if others:
+        lines.append("Other installs: " + "; ".join(f"{k} → {v}" for k, v in others.items()))
+    if picked.get("value"):
+        flag = {"attention": "--attention-backend"}.get(key, f"--{key.replace('_', '-')}")
+        lines.append(f"To ask for it by name: {flag} {picked['value']}")
+    return lines
