@@ -42,3 +42,20 @@ def test_every_module_sits_in_a_layer() -> None:
         if p.name not in ("__init__.py", "__main__.py", "_version.py")
     )
     assert loose == []
+
+
+def test_answers_keep_no_more_than_their_limit() -> None:
+    import functools
+
+    from kernelcfg.base.answers import Answers
+
+    kept: Answers[int, int] = Answers(2)
+    made: list[int] = []
+
+    def make(n: int) -> int:
+        made.append(n)
+        return n * 10
+
+    got = [kept.get(n, functools.partial(make, n)) for n in (1, 2, 3, 1, 3)]
+    assert got == [10, 20, 30, 10, 30]
+    assert made == [1, 2, 3, 3]  # 1 and 2 kept; 3 came past the limit, made again

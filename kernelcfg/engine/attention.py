@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import EngineError, KernelcfgError
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
@@ -131,28 +132,28 @@ def _select(
         inputs.install,
         tuple(sorted(inputs.env.items())),
     )
-    kept = _ANSWERS.get(key)
-    if kept is None:
+
+    def walk() -> tuple[dict[str, Any], Problem | None]:
         picks = {
             install: model.select(requested, feats, platform_of(model, target, install, inputs.env))
             for install in INSTALLS
         }
         chosen = picks[inputs.install]
-        kept = (
+        return (
             selection_data(model, chosen, picks, inputs.install),
             _problem(model, requested, chosen, picks, inputs.install, target),
         )
-        if len(_ANSWERS) < _KEPT:
-            _ANSWERS[key] = kept
-    data, problem = kept
+
+    data, problem = _ANSWERS.get(key, walk)
     if problem is not None:
         problems.append(problem)
     return data
 
 
-_KEPT = 256
-_ANSWERS: dict[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = {}
-"""Selections already made in this process (at most ``_KEPT``)."""
+_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256)
+"""Selections already made in this process: a batch asks the same question line after
+line (``make bench``: a resolve with a selection costs 1.1-1.5x a plain one with it, 3x
+without)."""
 
 
 def selection_data(

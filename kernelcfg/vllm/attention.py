@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
+from kernelcfg.base.answers import Answers
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import Inputs
@@ -410,7 +411,7 @@ class Selector:
             frozenset(models["mla_model_types"]), dict(models["architectures"])
         )
         self.hf_attrs = _hf_attrs(data)
-        self._picks: dict[tuple[Any, ...], Selection] = {}
+        self._picks: Answers[tuple[Any, ...], Selection] = Answers(512)
 
     def kernel(self, name: str | None) -> str | None:
         """The backend's class name, as vLLM's log names it."""
@@ -597,12 +598,7 @@ class Selector:
         by everything the walk reads (``make bench``: a resolve with a selection costs 3x
         a plain one without this)."""
         key = (requested, feature_key(self, features), platform.key)
-        found = self._picks.get(key)
-        if found is None:
-            found = self._select(requested, features, platform)
-            if len(self._picks) < _KEPT:
-                self._picks[key] = found
-        return found
+        return self._picks.get(key, lambda: self._select(requested, features, platform))
 
     def _select(self, requested: str | None, features: Features, platform: Platform) -> Selection:
         if platform.kind == "cpu":
@@ -807,10 +803,6 @@ def _sink(facts: Mapping[str, Any], ctx: _Context) -> Tri:
     if ctx.f.has_sink is None:
         return None if not answer else True
     return answer
-
-
-_KEPT = 512
-"""How many selector answers a process keeps (a batch of one model asks a handful)."""
 
 
 def feature_key(found: Selector, features: Features) -> tuple[Any, ...]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from kernelcfg.base.answers import Answers
 from kernelcfg.vllm import releases
 
 __all__ = ["LinearModel", "Pick", "Where", "model"]
@@ -117,7 +118,7 @@ class LinearModel:
         self.version = version
         self.data = data
         self.kernels: Mapping[str, Mapping[str, Any]] = data["kernels"]
-        self._picks: dict[tuple[Any, ...], Pick] = {}
+        self._picks: Answers[tuple[Any, ...], Pick] = Answers(512)
 
     def where(
         self,
@@ -201,13 +202,7 @@ class LinearModel:
     def pick(self, layer_kind: str, where: Where) -> Pick:
         """What vLLM takes for one layer kind on ``where`` (answers are kept per process,
         a few hundred at most: a batch asks the same question line after line)."""
-        key = (layer_kind, where.key)
-        found = self._picks.get(key)
-        if found is None:
-            found = self._pick(layer_kind, where)
-            if len(self._picks) < _KEPT:
-                self._picks[key] = found
-        return found
+        return self._picks.get((layer_kind, where.key), lambda: self._pick(layer_kind, where))
 
     def _pick(self, layer_kind: str, where: Where) -> Pick:
         layer = self.data["layers"][layer_kind]
@@ -268,10 +263,6 @@ def _fill(template: str, layer: Mapping[str, Any], cc: int | None) -> str:
         return template.format(**{**layer, "cc": cc})
     except (KeyError, IndexError):
         return template
-
-
-_KEPT = 512
-"""How many answers a process keeps."""
 
 
 @cache

@@ -1,0 +1,33 @@
+"""Answers already worked out, kept for the questions a batch asks line after line.
+
+One small, bounded cache type for the selection walks (which take their keys from
+everything they read): it keeps the first ``limit`` answers and then stops keeping, so a
+process never grows past it and no answer is ever stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["Answers"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Answers(Generic[K, V]):
+    """A bounded map from a question to its answer."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._kept: dict[K, V] = {}
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        """The answer kept for ``key``, else ``make()`` (kept while there is room)."""
+        found = self._kept.get(key)
+        if found is None:
+            found = make()
+            if len(self._kept) < self._limit:
+                self._kept[key] = found
+        return found
