@@ -22,6 +22,7 @@ __all__ = [
     "Target",
     "capability_int",
     "detect",
+    "gfx_capability",
     "resolve_target",
 ]
 
@@ -77,6 +78,16 @@ def capability_int(capability: str) -> int:
     """``major.minor`` as vLLM's ``DeviceCapability.to_int()``: ``major * 10 + minor``."""
     major, _, minor = capability.partition(".")
     return int(major) * 10 + int(minor or 0)
+
+
+def gfx_capability(arch: str) -> tuple[int, int] | None:
+    """ROCm's capability from the gfx arch, as vLLM reads it (gfx942 is 9.4, gfx1201 12.0)."""
+    digits = arch.removeprefix("gfx")
+    if len(digits) == 3 and digits[:2].isdigit():
+        return int(digits[0]), int(digits[1])
+    if len(digits) == 4 and digits[:3].isdigit():
+        return int(digits[:2]), int(digits[2])
+    return None
 
 
 def _cuda(device: str, capability: str) -> Target:

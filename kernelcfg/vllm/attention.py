@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any, Literal
 
 from kernelcfg.base.answers import Answers
-from kernelcfg.targets.presets import Target
+from kernelcfg.targets.presets import Target, gfx_capability
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import Inputs
 
@@ -982,7 +982,7 @@ def platform_of(
         major, _, minor = target.capability.partition(".")
         capability = (int(major), int(minor or 0))
     elif target.gfx_arch is not None:
-        capability = _gfx_capability(target.gfx_arch)
+        capability = gfx_capability(target.gfx_arch)
     return Platform(
         target.kind,
         capability,
@@ -991,13 +991,3 @@ def platform_of(
         env or {},
         target.gfx_arch,
     )
-
-
-def _gfx_capability(arch: str) -> tuple[int, int] | None:
-    """ROCm's capability from the gfx arch, as vLLM reads it (gfx942 is 9.4, gfx1201 12.0)."""
-    digits = arch.removeprefix("gfx")
-    if len(digits) == 3 and digits[:2].isdigit():
-        return int(digits[0]), int(digits[1])
-    if len(digits) == 4 and digits[:3].isdigit():
-        return int(digits[:2]), int(digits[2])
-    return None

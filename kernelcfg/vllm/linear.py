@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from kernelcfg.base.answers import Answers
+from kernelcfg.targets.presets import capability_int, gfx_capability
 from kernelcfg.vllm import releases
 
 __all__ = ["LinearModel", "Pick", "Where", "model"]
@@ -131,10 +132,10 @@ class LinearModel:
         """The target under one install, with the engine's environment."""
         cc: int | None = None
         if kind == "cuda" and capability:
-            major, _, minor = capability.partition(".")
-            cc = int(major) * 10 + int(minor or 0)
+            cc = capability_int(capability)
         elif kind == "rocm" and gfx:
-            cc = self.data["rocm_gfx_capability"].get(gfx)
+            found = gfx_capability(gfx)
+            cc = None if found is None else found[0] * 10 + found[1]
         switches = dict(self.data["env_defaults"])
         for name in switches:
             if name in env:
