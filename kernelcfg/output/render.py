@@ -387,14 +387,14 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
         parts += _config_tables(result, result.kernel_config)
     if data["hash"]:
         parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
-    parts += _attention_lines(data, walk=walk)
+    parts += _selection_lines(data, walk=walk)
     notes = [p for p in data["problems"] if p["severity"] == "info"]
     for problem in notes:
         parts.append(Text(f"note: {problem['message']}", style="dim"))
     return Group(*parts)
 
 
-def _attention_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
+def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     """The attention pick (and, with ``walk``, every candidate), the linear-kernel pick,
     the sparse-indexer top-k pick per decode rows, and the attention hash."""
     from rich.text import Text

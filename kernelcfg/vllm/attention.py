@@ -240,17 +240,22 @@ class _Context:
             return True
         return block_size is not None and block_size % 128 != 0
 
-    def fa_supports_kv(self) -> bool | None:
-        """``flash_attn_supports_kv_cache_dtype`` with the layer's shape."""
+    def fa_supports_kv(self, *, shaped: bool = True) -> bool | None:
+        """``flash_attn_supports_kv_cache_dtype``: with the layer's shape (its
+        ``supports_combination``), or without one (``supports_kv_cache_dtype``)."""
         if self.f.kv_cache_dtype == "fp8_e5m2":
             return False
-        if self.f.head_size is None or self.f.has_sink is None:
-            return None
-        version = self.fa_version(self.f.head_size, self.f.has_sink, self.f.block_size, True)
+        head_size: int | None = None
+        version = self.fa_version()
+        if shaped:
+            if self.f.head_size is None or self.f.has_sink is None:
+                return None
+            head_size = self.f.head_size
+            version = self.fa_version(head_size, self.f.has_sink, self.f.block_size, True)
         major = self.p.major
-        return (
-            (version == 3 or (version == 4 and self.f.head_size in (None, 512))) and major == 9
-        ) or (version == 4 and major == 10)
+        return ((version == 3 or (version == 4 and head_size in (None, 512))) and major == 9) or (
+            version == 4 and major == 10
+        )
 
 
 def _tri_in(value: Any, allowed: list[Any]) -> Tri:
@@ -336,7 +341,6 @@ _PREDICATES: dict[str, Callable[[_Context, Any], Tri]] = {
     "num_heads_at_most": lambda c, v: None if c.f.num_heads is None else c.f.num_heads <= v,
     "num_heads_over": lambda c, v: None if c.f.num_heads is None else c.f.num_heads > v,
     "missing": lambda c, v: not c.has(v),
-    "env_set": lambda c, v: bool(c.p.env.get(v)),
     "hf": _hf_in,
     "hf_lacks": lambda c, v: _not(_has_attr(c, v)),
     "hf_not_multiple": _hf_not_multiple,
@@ -535,11 +539,7 @@ class Selector:
         if listed and kv not in listed:
             return False
         if rule == "flash_attn" and kv_quantized(kv):
-            major = ctx.p.major
-            default = ctx.fa_version()
-            return kv != "fp8_e5m2" and (
-                (default in (3, 4) and major == 9) or (default == 4 and major == 10)
-            )
+            return ctx.fa_supports_kv(shaped=False)
         if rule == "flashinfer" and kv.startswith("nvfp4"):
             if ctx.p.major in (8, 9, 12):
                 return kv == "nvfp4"
@@ -788,16 +788,7 @@ def _sink(facts: Mapping[str, Any], ctx: _Context) -> Tri:
     elif rule == "mi3xx":
         answer = any(g in (ctx.p.arch or "") for g in ("gfx942", "gfx950"))
     elif rule == "trtllm":
-        answer = (
-            ctx.has("flashinfer")
-            and ctx.p.major in (9, 10, 12)
-            and ctx.p.capability
-            in (
-                (9, 0),
-                *((10, m) for m in range(10)),
-                *((12, m) for m in range(10)),
-            )
-        )
+        answer = ctx.has("flashinfer") and (ctx.p.capability == (9, 0) or ctx.p.major in (10, 12))
     else:
         answer = bool(rule)
     if ctx.f.has_sink is None:
