@@ -555,3 +555,55 @@ def test_help_reads_at_80_columns(command: str) -> None:
     for line in text.splitlines():
         assert len(line) <= 80, line
         assert line.count("`") % 2 == 0, f"a code span broken across lines: {line!r}"
+
+
+def _mixed_batch(tmp_path: Path, count: int) -> Path:
+    """Good lines, refused lines, unusable lines and a line that is not UTF-8."""
+    kinds = [
+        '{"id": "ok-%d", "argv": ["--device", "h100", "--moe-backend", "triton"]}',
+        '{"id": "refused-%d", "argv": ["--device", "mi300x", "--moe-backend", "deep_gemm"]}',
+        '["--device", "b200", "--moe-backend", "nonsense-%d"]',
+        '{"id": %d, "argv": "not a list"}',
+        '["--moe-backend", "triton", "-O%d"]',
+    ]
+    text = "\n".join(kinds[i % len(kinds)].replace("%d", str(i % 4)) for i in range(count))
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(text.encode() + b"\n\xff\xfe\n" + text.encode() + b"\n")
+    return path
+
+
+@pytest.mark.parametrize("extra", [[], ["--matrix", "device=h100,cpu"], ["--fail-on", "never"]])
+def test_batch_jobs_give_the_serial_output(tmp_path: Path, extra: list[str]) -> None:
+    """Worker processes change nothing a reader sees: the same lines, in input order, the
+    same exit code and the same tally (chunks span several workers)."""
+    import subprocess
+    import sys
+
+    path = _mixed_batch(tmp_path, 700)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "kernelcfg", "resolve", "--batch", str(path), *jobs, *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", "KERNELCFG_DEVICE": ""},
+        )
+        for jobs in ([], ["--jobs", "3"], ["-j", "auto"])
+    ]
+    serial = runs[0]
+    cells = 2 if "--matrix" in extra else 1
+    assert serial.stdout.count("\n") == 1400 * cells + 1  # the unreadable line once
+    for other in runs[1:]:
+        assert other.stdout == serial.stdout
+        assert other.stderr == serial.stderr
+        assert other.returncode == serial.returncode
+    assert "Traceback" not in serial.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "1000"])
+def test_batch_jobs_refuses_a_bad_count(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text('["--device", "h100"]\n')
+    result = run("resolve", "--batch", str(path), "--jobs", value)
+    assert result.exit_code == 2
+    assert f"--jobs {value!r}: give a count from 1 to 256, or auto" in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -132,6 +133,15 @@ def resolve(
         bool,
         typer.Option("--explain-sources", help="Add where each value came from to the output."),
     ] = False,
+    jobs: Annotated[
+        str,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="With --batch (JSON lines): resolve in N worker processes, or auto (one per "
+            "CPU); the output keeps the input's order.",
+        ),
+    ] = "1",
 ) -> None:
     from kernelcfg.commands import pipeline
     from kernelcfg.output import render
@@ -148,7 +158,10 @@ def resolve(
     explain_sources = explain_sources or "--explain-sources" in late
     cells = _matrix(matrix or [])
     if batch is not None:
-        raise typer.Exit(_run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet, cells=cells))
+        workers = _jobs(jobs)
+        raise typer.Exit(
+            _run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet, cells=cells, jobs=workers)
+        )
     if cells:
         raise refuse("--matrix expands --batch lines; give --batch FILE too", 2)
     result = pipeline.resolve_args(flags)
@@ -195,6 +208,21 @@ def _write_one(
 
 
 _LATE_FLAGS = ("--strict", "--quiet", "--explain-sources")
+
+
+def _jobs(value: str) -> int:
+    """``--jobs``: a positive count or ``auto``."""
+    from kernelcfg.output.parallel import available_jobs
+
+    if value.strip().lower() == "auto":
+        return available_jobs()
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 256:
+        raise refuse(f"--jobs {value!r}: give a count from 1 to 256, or auto", 2)
+    return count
 
 
 def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -345,12 +373,14 @@ def _run_batch(
     fail_on: FailOn,
     quiet: bool,
     cells: list[dict[str, str]],
+    jobs: int = 1,
 ) -> int:
     """``--batch``: one JSON line per input line, written as they are known; or a report."""
     import signal
 
     from kernelcfg.base import bounded
     from kernelcfg.commands import pipeline
+    from kernelcfg.output import parallel
 
     if fmt in _BATCH_REFUSED:
         assert fmt is not None
@@ -364,8 +394,19 @@ def _run_batch(
     previous = signal.signal(signal.SIGINT, run.out.on_sigint)
     try:
         with stream:
-            for line in pipeline.batch(bounded.lines(stream), flags, matrix=cells):
-                run.take(line)
+            if run.collects:
+                for line in pipeline.batch(bounded.lines(stream), flags, matrix=cells):
+                    run.take(line)
+            else:
+                for rendered in parallel.json_lines(
+                    bounded.lines(stream),
+                    flags,
+                    cells,
+                    jobs=jobs,
+                    strict=run.strict,
+                    never=fail_on is FailOn.never,
+                ):
+                    run.take_rendered(rendered)
         run.out.flush()
         run.tally()
     except KeyboardInterrupt:
@@ -375,6 +416,19 @@ def _run_batch(
         signal.signal(signal.SIGINT, previous)
     run.report()
     return run.worst
+
+
+@dataclass(frozen=True)
+class _FallbackTarget:
+    source: str
+    note: str | None
+
+
+class _Fallback:
+    """What :func:`note_fallback` reads of a result resolved for the CPU fallback."""
+
+    def __init__(self, note: str | None) -> None:
+        self.target = _FallbackTarget("fallback", note)
 
 
 class _Batch:
@@ -400,27 +454,33 @@ class _Batch:
         """A CI report or the summary table: written at the end, not line by line."""
         return self.fmt in REPORT_FORMATS or self.fmt is Format.table
 
+    def _count(self, code: int) -> None:
+        self.worst = max(self.worst, code)
+        self.counts[code] = self.counts.get(code, 0) + 1
+
     def take(self, line: Any) -> None:
+        """One resolved line of a summary or report."""
         from kernelcfg.commands import pipeline
-        from kernelcfg.output import render
 
         result = line.result
         code = exit_code(result, self.fail_on)
-        self.worst = max(self.worst, code)
-        self.counts[code] = self.counts.get(code, 0) + 1
+        self._count(code)
         if isinstance(result, pipeline.Failure) and result.traceback:
             sys.stderr.write(result.traceback)
         if not self.noted:
             self.noted = note_fallback(result)
-        if self.quiet or self.out.closed:
-            return
-        if self.collects:
+        if not self.quiet:
             self._collect(line, result, code)
-            return
-        extra: dict[str, Any] = {"id": line.id, "exit_code": code}
-        if self.matrix:
-            extra["matrix"] = line.cell
-        self.out.add(render.json_line(result, extra, strict=self.strict))
+
+    def take_rendered(self, line: Any) -> None:
+        """One JSON line, made here or by a worker."""
+        self._count(line.code)
+        if line.traceback:
+            sys.stderr.write(line.traceback)
+        if not self.noted and line.fallback_target:
+            self.noted = note_fallback(_Fallback(line.fallback_note))
+        if not (self.quiet or self.out.closed):
+            self.out.add(line.text)
 
     def _collect(self, line: Any, result: Any, code: int) -> None:
         from kernelcfg.output import render

@@ -264,9 +264,10 @@ def batch(
     common: Sequence[str] = (),
     request: Request | None = None,
     matrix: Sequence[Mapping[str, str]] = (),
+    start: int = 1,
 ) -> Iterator[Line]:
     """Resolve each JSON line; yield one :class:`Line` per non-blank line (one per
-    ``matrix`` cell when given), in order.
+    ``matrix`` cell when given), in order; ``start`` is the number of the first line.
 
     ``common`` flags go in front of every line's own, so a line's flags win; a matrix
     cell's context goes in front of both. A line that cannot be read (an error in
@@ -276,7 +277,7 @@ def batch(
     """
     request = request or Request()
     cells = [(dict(cell), [*context_args(cell, "--matrix"), *common]) for cell in matrix or [{}]]
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=start):
         if isinstance(raw, KernelcfgError):
             yield Line(number, number, Failure(Problem.from_error(raw)))
             continue

@@ -10,48 +10,18 @@ SM90, then the first kernel whose checks pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from kernelcfg.base.answers import Answers
-from kernelcfg.targets.presets import capability_int, gfx_capability
-from kernelcfg.vllm import releases
+from kernelcfg.vllm import kernel_words, releases
+from kernelcfg.vllm.kernel_words import Where, holds
 
 __all__ = ["LinearModel", "Pick", "Where", "model"]
 
 Trial = tuple[str, str, str | None]
-
-
-@dataclass(frozen=True)
-class Where:
-    """The target and install as the linear selection sees them."""
-
-    kind: str
-    """cuda, rocm, cpu or xpu."""
-    cc: int | None
-    """The capability as vLLM's ``to_int()`` (ROCm: from the gfx arch)."""
-    gfx: str | None
-    """ROCm's gfx arch."""
-    libraries: frozenset[str]
-    """The optional libraries installed."""
-    env: Mapping[str, bool]
-    """The switches vLLM reads, with the release's defaults."""
-    features: Mapping[str, bool]
-    """The host CPU's features (AMX, Zen)."""
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """Everything the walk reads, hashable."""
-        return (
-            self.kind,
-            self.cc,
-            self.gfx,
-            self.libraries,
-            tuple(sorted(self.env.items())),
-            tuple(sorted(self.features.items())),
-        )
 
 
 @dataclass(frozen=True)
@@ -72,46 +42,6 @@ class Pick:
     """vLLM's error, where it raises one of its own (a forced kernel it cannot use)."""
 
 
-def _each(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _attrs(layer: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    return all(
-        layer.get(name) in value if isinstance(value, list) else layer.get(name) == value
-        for name, value in wanted.items()
-    )
-
-
-_WORDS: dict[str, Callable[[Where, Mapping[str, Any], Any], bool]] = {
-    "kind": lambda w, _, v: w.kind in _each(v),
-    "kind_not": lambda w, _, v: w.kind not in _each(v),
-    "cc_lt": lambda w, _, v: w.cc is not None and w.cc < v,
-    "cc_ge": lambda w, _, v: w.cc is not None and w.cc >= v,
-    "cc_in": lambda w, _, v: w.cc in v,
-    "cc_not_in": lambda w, _, v: w.cc not in v,
-    "major_in": lambda w, _, v: w.cc is not None and w.cc // 10 in v,
-    "major_not_in": lambda w, _, v: not (w.cc is not None and w.cc // 10 in v),
-    "gfx_in": lambda w, _, v: w.gfx in v,
-    "gfx_not_in": lambda w, _, v: w.gfx not in v,
-    "gfx_prefix_not": lambda w, _, v: not (w.gfx and any(w.gfx.startswith(p) for p in _each(v))),
-    "missing": lambda w, _, v: not all(lib in w.libraries for lib in _each(v)),
-    "has": lambda w, _, v: all(lib in w.libraries for lib in _each(v)),
-    "env_on": lambda w, _, v: bool(w.env.get(v)),
-    "env_off": lambda w, _, v: not w.env.get(v),
-    "feature_off": lambda w, _, v: not w.features.get(v, False),
-    "attr": lambda _, layer, v: _attrs(layer, v),
-    "not_attr": lambda _, layer, v: not _attrs(layer, v),
-    "any": lambda w, layer, v: any(_holds(c, w, layer) for c in v),
-    "not": lambda w, layer, v: not _holds(v, w, layer),
-}
-"""The condition words of the linear data: a condition holds when all its words do."""
-
-
-def _holds(condition: Mapping[str, Any], where: Where, layer: Mapping[str, Any]) -> bool:
-    return all(_WORDS[word](where, layer, value) for word, value in condition.items())
-
-
 class LinearModel:
     """One release's linear-kernel selection."""
 
@@ -130,18 +60,7 @@ class LinearModel:
         env: Mapping[str, str],
     ) -> Where:
         """The target under one install, with the engine's environment."""
-        cc: int | None = None
-        if kind == "cuda" and capability:
-            cc = capability_int(capability)
-        elif kind == "rocm" and gfx:
-            found = gfx_capability(gfx)
-            cc = None if found is None else found[0] * 10 + found[1]
-        switches = dict(self.data["env_defaults"])
-        for name in switches:
-            if name in env:
-                switches[name] = env[name].strip().lower() in ("1", "true")
-        libraries = frozenset(self.data["installs"].get(kind, {}).get(install, ()))
-        return Where(kind, cc, gfx, libraries, switches, self.data["host_features"].get(kind, {}))
+        return kernel_words.where(self.data, kind, capability, gfx, install, env)
 
     def _check(
         self, name: str, where: Where, layer: Mapping[str, Any], walk: str, stages: tuple[str, ...]
@@ -155,7 +74,7 @@ class LinearModel:
             return False, "min_capability", None
         for stage in stages:
             for rule in facts["checks"]:
-                if rule["stage"] == stage and _holds(rule["reject_if"], where, layer):
+                if rule["stage"] == stage and holds(rule["reject_if"], where, layer):
                     return False, stage, _fill(rule["reason"], layer, where.cc)
         return True, None, None
 
@@ -238,7 +157,7 @@ class LinearModel:
         rule = self.data["nvfp4_w4a16_rule"]
         forced = None
         for entry in rule["force"]:
-            if not _holds(entry["when"], where, layer):
+            if not holds(entry["when"], where, layer):
                 continue
             if "if_supported" in entry:
                 if self._check(entry["if_supported"], where, layer, "x", ("is_supported",))[0]:

@@ -1,0 +1,139 @@
+"""``resolve --batch --jobs N``: a batch's JSON lines made in worker processes and
+handed back in input order.
+
+The parent reads the input and writes the output; each worker resolves and renders a
+chunk of lines at a time. At most two chunks per worker are in flight, so memory stays
+bounded whatever the input's length. Workers are forked (they start with the releases
+already loaded); where fork is not available the lines are made in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kernelcfg.base.errors import ArgumentError, KernelcfgError
+
+__all__ = ["CHUNK", "Rendered", "available_jobs", "json_lines"]
+
+CHUNK = 256
+"""Lines per task: large enough that passing them between processes costs little."""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One output line of a batch, made by a worker."""
+
+    text: str
+    """The JSON line."""
+    code: int
+    """Its exit code under the run's policy."""
+    traceback: str | None
+    """A kernelcfg bug's traceback, for stderr."""
+    fallback_target: bool
+    """Whether it was resolved for the CPU fallback (no target given or found)."""
+    fallback_note: str | None = None
+    """The fallback target's note."""
+
+
+def available_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class _Policy:
+    common: tuple[str, ...]
+    matrix: tuple[Mapping[str, str], ...]
+    strict: bool
+    never: bool
+
+
+_Item = tuple[int, str | tuple[str, str | None]]
+
+
+def _render(items: list[_Item], policy: _Policy) -> list[Rendered]:
+    """A worker's task: resolve and render a chunk of numbered lines."""
+    from kernelcfg.commands import pipeline
+    from kernelcfg.output import render
+
+    out: list[Rendered] = []
+    for number, item in items:
+        raw: str | KernelcfgError = (
+            item if isinstance(item, str) else ArgumentError(item[0], field=item[1])
+        )
+        for line in pipeline.batch([raw], policy.common, matrix=policy.matrix, start=number):
+            result = line.result
+            code = render.exit_code_of(result, strict=policy.strict)
+            if code == 1 and policy.never:
+                code = 0
+            extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+            if policy.matrix != ({},):
+                extra["matrix"] = line.cell
+            target = getattr(result, "target", None)
+            out.append(
+                Rendered(
+                    render.json_line(result, extra, strict=policy.strict),
+                    code,
+                    getattr(result, "traceback", None),
+                    target is not None and target.source == "fallback",
+                    getattr(target, "note", None),
+                )
+            )
+    return out
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _chunks(lines: Iterable[str | KernelcfgError], size: int) -> Iterator[list[_Item]]:
+    """Numbered lines in lists of ``size``; an unreadable line as its message and field
+    (an error does not survive pickling with its field)."""
+    chunk: list[_Item] = []
+    for number, raw in enumerate(lines, start=1):
+        chunk.append((number, raw if isinstance(raw, str) else (raw.message, raw.field)))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def json_lines(
+    lines: Iterable[str | KernelcfgError],
+    common: Sequence[str],
+    matrix: Sequence[Mapping[str, str]],
+    *,
+    jobs: int,
+    strict: bool,
+    never: bool,
+) -> Iterator[Rendered]:
+    """Every batch line rendered, in input order, by ``jobs`` worker processes."""
+    policy = _Policy(tuple(common), tuple(dict(c) for c in matrix) or ({},), strict, never)
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        for chunk in _chunks(lines, 1):  # each line as soon as it is read (a pipe)
+            yield from _render(chunk, policy)
+        return
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_sigint) as pool:
+        waiting: deque[Future[list[Rendered]]] = deque()
+        try:
+            for chunk in _chunks(lines, CHUNK):
+                waiting.append(pool.submit(_render, chunk, policy))
+                if len(waiting) >= 2 * jobs:
+                    yield from waiting.popleft().result()
+            while waiting:
+                yield from waiting.popleft().result()
+        finally:
+            for future in waiting:
+                future.cancel()
