@@ -134,14 +134,16 @@ def resolve(
         typer.Option("--explain-sources", help="Add where each value came from to the output."),
     ] = False,
     jobs: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--jobs",
             "-j",
             help="With --batch (JSON lines): resolve in N worker processes, or auto (one per "
-            "CPU); the output keeps the input's order.",
+            "CPU; the default for a file, while standard input is read line by line); the "
+            "output keeps the input's order.",
+            show_default=False,
         ),
-    ] = "1",
+    ] = None,
 ) -> None:
     from kernelcfg.commands import pipeline
     from kernelcfg.output import render
@@ -158,7 +160,7 @@ def resolve(
     explain_sources = explain_sources or "--explain-sources" in late
     cells = _matrix(matrix or [])
     if batch is not None:
-        workers = _jobs(jobs)
+        workers = _jobs(jobs or ("1" if batch == "-" else "auto"))
         raise typer.Exit(
             _run_batch(batch, flags, fmt, fail_on=fail_on, quiet=quiet, cells=cells, jobs=workers)
         )

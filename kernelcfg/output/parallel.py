@@ -9,6 +9,7 @@ already loaded); where fork is not available the lines are made in this process.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
@@ -16,9 +17,12 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
+
+if TYPE_CHECKING:
+    from kernelcfg.commands.pipeline import Request
 
 __all__ = ["CHUNK", "Rendered", "available_jobs", "json_lines"]
 
@@ -52,6 +56,7 @@ def available_jobs() -> int:
 
 @dataclass(frozen=True)
 class _Policy:
+    request: Request
     common: tuple[str, ...]
     matrix: tuple[Mapping[str, str], ...]
     strict: bool
@@ -71,7 +76,8 @@ def _render(items: list[_Item], policy: _Policy) -> list[Rendered]:
         raw: str | KernelcfgError = (
             item if isinstance(item, str) else ArgumentError(item[0], field=item[1])
         )
-        for line in pipeline.batch([raw], policy.common, matrix=policy.matrix, start=number):
+        lines = pipeline.batch([raw], policy.common, policy.request, policy.matrix, number)
+        for line in lines:
             result = line.result
             code = render.exit_code_of(result, strict=policy.strict)
             if code == 1 and policy.never:
@@ -119,16 +125,24 @@ def json_lines(
     never: bool,
 ) -> Iterator[Rendered]:
     """Every batch line rendered, in input order, by ``jobs`` worker processes."""
-    policy = _Policy(tuple(common), tuple(dict(c) for c in matrix) or ({},), strict, never)
+    from kernelcfg.commands.pipeline import Request
+
+    cells = tuple(dict(c) for c in matrix) or ({},)
+    policy = _Policy(Request(), tuple(common), cells, strict, never)
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for chunk in _chunks(lines, 1):  # each line as soon as it is read (a pipe)
             yield from _render(chunk, policy)
+        return
+    chunks = _chunks(lines, CHUNK)
+    first = next(chunks, [])
+    if len(first) < CHUNK:  # one chunk: workers would cost more than they save
+        yield from _render(first, policy)
         return
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_sigint) as pool:
         waiting: deque[Future[list[Rendered]]] = deque()
         try:
-            for chunk in _chunks(lines, CHUNK):
+            for chunk in itertools.chain([first], chunks):
                 waiting.append(pool.submit(_render, chunk, policy))
                 if len(waiting) >= 2 * jobs:
                     yield from waiting.popleft().result()
