@@ -45,6 +45,7 @@ def _fixtures(folder: Path) -> None:
     (folder / "matrix.jsonl").write_text('["--moe-backend", "triton"]\n')
     for name, config in (
         ("gpt-oss-20b", (ROOT / "docs" / "examples" / "gpt-oss-20b" / "config.json").read_text()),
+        ("DeepSeek-R1", (ROOT / "docs" / "examples" / "deepseek-r1" / "config.json").read_text()),
         ("DeepSeek-V3.2", json.dumps(_dsa_config())),
     ):
         (folder / name).mkdir(exist_ok=True)

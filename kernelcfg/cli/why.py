@@ -19,6 +19,8 @@ from kernelcfg.cli.common import (
 FIELDS = {
     "attention": "attention",
     "attention_backend": "attention",
+    "moe_backend": "moe_backend",
+    "moe": "moe_backend",
     "linear_backend": "linear_backend",
     "linear": "linear_backend",
     "sparse_indexer_topk_backend": "sparse_indexer_topk_backend",
@@ -29,6 +31,8 @@ FIELDS = {
 _NEEDS = {
     "attention": "the model (a local folder, --hf-config-path, or --architecture) or an "
     "attention flag",
+    "moe_backend": "an MoE model's config.json (a local folder or --hf-config-path) and "
+    "--moe-backend left on auto",
     "linear_backend": "the model's quantisation (--quant-scheme, --quantization, or its "
     "config.json) and --linear-backend left on auto",
     "sparse_indexer_topk_backend": "a model with a sparse indexer (index_topk in its "
@@ -41,6 +45,7 @@ _NEEDS = {
     epilog=(
         "Examples:\n\n"
         "  kernelcfg why attention --device rtx-pro-6000 --hf-config-path ./gpt-oss-20b\n\n"
+        "  kernelcfg why moe_backend --device h100 --hf-config-path ./DeepSeek-R1 -tp 8\n\n"
         "  kernelcfg why linear_backend --device h100 --quant-scheme fp8_block\n\n"
         "  kernelcfg why topk --device b200 --hf-config-path ./DeepSeek-V3.2 -tp 8"
     ),
@@ -49,7 +54,8 @@ def why(
     field: Annotated[
         str,
         typer.Argument(
-            help="attention, linear_backend or sparse_indexer_topk_backend (or topk).",
+            help="attention, moe_backend (or moe), linear_backend (or linear) or "
+            "sparse_indexer_topk_backend (or topk).",
             show_default=False,
         ),
     ],
@@ -100,14 +106,33 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
         f"{key} on {result.target.device} (vLLM {result.release.version}, --install "
         f"{picked['install']}): {took}{kernel}"
     ]
-    if picked["candidates"]:
+    if picked.get("checkpoint"):
+        lines.append(f"The checkpoint: {picked['checkpoint']}")
+    lines += [f"vLLM moves {m['backend']}: {m['reason']}" for m in picked.get("moved", ())]
+    lines += [
+        f"vLLM drops {d['backend']} before trying: {d['reason']}" for d in picked.get("dropped", ())
+    ]
+    tried = [c for c in picked["candidates"] if c["verdict"] != "not_tried"]
+    if tried:
         lines.append("vLLM tries, in order:")
-    for place, candidate in enumerate(picked["candidates"], 1):
+    for place, candidate in enumerate(tried, 1):
         verdict = {"ok": "taken", "refused": "passed over", "unknown": "depends"}.get(
             candidate["verdict"], candidate["verdict"]
         )
         reason = f": {candidate['reason']}" if candidate["reason"] else ""
-        lines.append(f"  {place}. {candidate['backend']} — {verdict}{reason}")
+        shown = candidate.get("kernel") if key == "moe_backend" else None
+        named = f" {shown}" if shown and shown != candidate["backend"] else ""
+        lines.append(f"  {place}. {candidate['backend']}{named} — {verdict}{reason}")
+    later = [c for c in picked["candidates"] if c not in tried]
+    if later and any("if_asked" in c for c in later):
+        lines.append("Never reached (asked for by name, would it run here?):")
+        for candidate in later:
+            ran = candidate.get("if_asked") == "ok"
+            said = "yes" if ran else f"no, {candidate.get('if_asked_reason')}"
+            lines.append(f"  {candidate['backend']} ({candidate['kernel']}): {said}")
+    elif later:
+        names = dict.fromkeys(c["backend"] for c in later)
+        lines.append(f"Never reached: {', '.join(names)}")
     if picked.get("message"):
         lines.append(picked["message"])
     for rows, backend in (picked.get("by_rows") or {}).items():

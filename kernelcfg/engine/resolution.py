@@ -18,6 +18,7 @@ from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
 from kernelcfg.engine.indexer_topk import topk_selection
 from kernelcfg.engine.linear import linear_selection
+from kernelcfg.engine.moe import moe_selection
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import hashing, rules
 from kernelcfg.vllm.context import Compilation, ResolutionContext
@@ -371,6 +372,7 @@ def _selections(
     target: Target,
     config: dict[str, Any] | None,
     result: Resolution,
+    all2all: str,
 ) -> None:
     """Step 7 (kernelcfg's own): the attention config and hash, and what vLLM picks for
     the fields left to its choice."""
@@ -387,6 +389,10 @@ def _selections(
         kernel = linear_selection(release, inputs, target, config, result.problems)
         if kernel is not None:
             result.selection["linear_backend"] = kernel
+    if inputs.hf_config is not None:
+        experts = moe_selection(release, inputs, target, config, all2all, result.problems)
+        if experts is not None:
+            result.selection["moe_backend"] = experts
 
 
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
@@ -411,7 +417,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     _late_compilation(release, comp, inputs, breakable, result)
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
-    _selections(release, inputs, target, config, result)
+    _selections(release, inputs, target, config, result, ctx.all2all_backend)
 
     result.compilation = {
         "mode": comp.mode,

@@ -425,6 +425,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
         )
         for install, outcome in (kernel.get("by_install") or {}).items():
             lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
+    lines += _moe_lines((data.get("selection") or {}).get("moe_backend"), walk=walk)
     topk = (data.get("selection") or {}).get("sparse_indexer_topk_backend")
     if topk:
         bands = ", ".join(f"{b} ({rows} rows)" for rows, b in topk["by_rows"].items())
@@ -433,6 +434,38 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
         )
     if data.get("attention_hash"):
         lines.append(Text.assemble(("attention hash ", "bold"), data["attention_hash"]))
+    return lines
+
+
+def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
+    """The MoE pick (and, with ``walk``, vLLM's reorders and every candidate it tried)."""
+    from rich.text import Text
+
+    if not picked:
+        return []
+    said = picked["backend"] or picked["status"]
+    kernel = f" ({picked['kernel']})" if picked["kernel"] else ""
+    value = f" (--moe-backend {picked['value']})" if picked["value"] else ""
+    what = picked.get("variant") or picked.get("checkpoint") or ""
+    lines: list[Any] = [
+        Text.assemble(("MoE layers ", "bold"), f"{what}: {said}{kernel}{value}".lstrip(": "))
+    ]
+    if picked.get("message") and picked["status"] != "selected":
+        lines.append(Text(f"  {picked['message']}"))
+    if walk:
+        for moved in picked.get("moved", ()):
+            lines.append(Text(f"  {moved['backend']} moved: {moved['reason']}", style="dim"))
+        tried = [c for c in picked["candidates"] if c["verdict"] != "not_tried"]
+        for place, candidate in enumerate(tried, 1):
+            reason = f": {candidate['reason']}" if candidate["reason"] else ""
+            lines.append(
+                Text(
+                    f"  {place}. {candidate['backend']} {candidate['kernel'] or ''} "
+                    f"{candidate['verdict']}{reason}"
+                )
+            )
+    for install, outcome in (picked.get("by_install") or {}).items():
+        lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
     return lines
 
 

@@ -42,7 +42,7 @@ _SELECTION: dict[str, Any] = {
     "required": ["requested", "status", "backend", "kernel", "value", "candidates", "install"],
     "properties": {
         "requested": _STR,
-        "status": {"enum": ["selected", "error", "depends"]},
+        "status": {"enum": ["selected", "no_kernel", "error", "depends"]},
         "backend": _STR_OR_NULL,
         "kernel": _STR_OR_NULL,
         "value": _STR_OR_NULL,
@@ -51,7 +51,11 @@ _SELECTION: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "required": ["backend", "kernel", "verdict", "reason"],
-                "properties": {"verdict": {"enum": ["ok", "refused", "unknown"]}},
+                "properties": {
+                    "verdict": {"enum": ["ok", "refused", "unknown", "not_tried"]},
+                    "if_asked": {"enum": ["ok", "refused"]},
+                    "if_asked_reason": _STR_OR_NULL,
+                },
             },
         },
         "install": {"enum": ["pip", "image", "minimal", "all"]},
@@ -105,6 +109,18 @@ _RESOLVE: dict[str, Any] = {
             "type": ["object", "null"],
             "properties": {
                 "attention": _SELECTION,
+                "moe_backend": {
+                    **_SELECTION,
+                    "properties": {
+                        **_SELECTION["properties"],
+                        "checkpoint": _STR_OR_NULL,
+                        "variant": _STR_OR_NULL,
+                        "oracle": _STR_OR_NULL,
+                        "moved": {"type": "array"},
+                        "dropped": {"type": "array"},
+                        "by_variant": {"type": "object", "additionalProperties": _STR},
+                    },
+                },
                 "linear_backend": {
                     **_SELECTION,
                     "required": [*_SELECTION["required"], "scheme", "layers"],
@@ -184,7 +200,14 @@ OUTPUTS: dict[str, dict[str, Any]] = {
         ["field", "vllm_version", "platform", *_SELECTION["required"]],
         {
             **_SELECTION["properties"],
-            "field": {"enum": ["attention", "linear_backend", "sparse_indexer_topk_backend"]},
+            "field": {
+                "enum": [
+                    "attention",
+                    "moe_backend",
+                    "linear_backend",
+                    "sparse_indexer_topk_backend",
+                ]
+            },
             "platform": _PLATFORM,
         },
     ),

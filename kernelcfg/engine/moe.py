@@ -1,0 +1,269 @@
+"""The MoE pick of a resolution: what ``--moe-backend auto`` takes for the model's fused-MoE
+layers on the target, install by install, and why each earlier candidate was passed over.
+
+The model's MoE layer (experts, top-k, routing, activation) and the checkpoint's format
+come from its ``config.json`` (``moe_checkpoint``); the parallel flags give the layer's
+layout; the release's MoE data gives vLLM's walk (``vllm.moe``). Without a checkpoint
+format but with ``--quant-scheme``, every format of that scheme is walked and the pick
+is ``depends`` where they disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kernelcfg.base.answers import Answers
+from kernelcfg.base.problems import Problem
+from kernelcfg.targets.presets import Target
+from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.releases import Release
+
+if TYPE_CHECKING:
+    from kernelcfg.vllm.moe import Layout, MoeModel, Pick, Trial
+
+__all__ = ["moe_selection"]
+
+
+def moe_selection(
+    release: Release,
+    inputs: Inputs,
+    target: Target,
+    config: Mapping[str, Any],
+    all2all: str,
+    problems: list[Problem],
+) -> dict[str, Any] | None:
+    """``selection.moe_backend``, or ``None`` when it does not apply (an explicit value,
+    no model config, or a model without fused-MoE layers); ``depends`` when kernelcfg
+    cannot walk it (no MoE data for the release, a model it cannot read)."""
+    if config.get("moe_backend") != "auto" or inputs.hf_config is None:
+        return None
+    from kernelcfg.vllm import moe, moe_checkpoint
+
+    model = moe_checkpoint.moe_model_features(inputs.hf_config)
+    if model is None:
+        return None
+    found = moe.model(release.version)
+    unusable = _unusable(found, model, release, inputs)
+    if unusable is not None or found is None:
+        return unusable
+    layout = moe.Layout(
+        inputs.tensor_parallel_size,
+        inputs.data_parallel_size,
+        inputs.enable_expert_parallel,
+        all2all,
+    )
+    variants, why = _variants(found, inputs, model, layout, target)
+    if not variants:
+        return _depends(inputs, why)
+    layer = moe.layer_features(model, layout)
+    key = (
+        release.version,
+        tuple(variants),
+        tuple(sorted(layer.items())),
+        target,
+        inputs.install,
+        tuple(sorted(inputs.env.items())),
+    )
+    data, problem = _ANSWERS.get(key, lambda: _select(found, variants, why, layer, inputs, target))
+    if problem is not None:
+        problems.append(problem)
+    return data
+
+
+def _unusable(
+    found: MoeModel | None, model: Mapping[str, Any], release: Release, inputs: Inputs
+) -> dict[str, Any] | None:
+    """A ``depends`` selection when the walk cannot be made, with what is missing."""
+    from kernelcfg.vllm import moe
+
+    if found is None:
+        known = ", ".join(moe.releases_with_data()) or "none"
+        return _depends(
+            inputs, f"kernelcfg has no MoE selection data for vLLM {release.version} ({known})"
+        )
+    if model.get("unknown"):
+        return _depends(
+            inputs,
+            f"kernelcfg does not know how {model.get('architecture') or model['model_type']} "
+            f"routes its experts ({', '.join(model['unknown'])} unknown)",
+        )
+    lacking = [k for k in moe.MODEL_KEYS if model.get(k) is None]
+    if lacking:
+        return _depends(inputs, f"the model's config.json does not give {', '.join(lacking)}")
+    return None
+
+
+_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256)
+"""Selections already made in this process (a batch asks the same question line after
+line)."""
+
+
+def _variants(
+    found: MoeModel, inputs: Inputs, model: Mapping[str, Any], layout: Layout, target: Target
+) -> tuple[list[str], str]:
+    """The checkpoint format(s) the layer may have, and how that was read."""
+    from kernelcfg.vllm import moe_checkpoint
+
+    hf = inputs.hf_config or {}
+    quant = moe_checkpoint.quantization_config_of(hf)
+    if quant is None and inputs.quantization is None and inputs.quant_scheme is not None:
+        scheme = inputs.quant_scheme
+        names = [v for v in found.data["variants"] if v.split("/", 1)[0] == scheme]
+        return names, f"--quant-scheme {scheme} (checkpoint format not given)"
+    del model
+    shards = layout.tensor_parallel_size * layout.data_parallel_size
+    variant, why = moe_checkpoint.variant_of(
+        quant,
+        inputs.quantization,
+        hf.get("model_type"),
+        1 if layout.enable_expert_parallel else shards,  # the layer's TP shard count
+        hf_config=hf,
+        platform_kind=target.kind,
+    )
+    if variant is None or variant not in found.data["variants"]:
+        return [], why
+    return [variant], why
+
+
+def _depends(inputs: Inputs, message: str) -> dict[str, Any]:
+    return {
+        "requested": "auto",
+        "status": "depends",
+        "backend": None,
+        "kernel": None,
+        "value": None,
+        "candidates": [],
+        "install": inputs.install,
+        "message": message,
+    }
+
+
+def _walk(
+    found: MoeModel,
+    variant: str,
+    layer: Mapping[str, Any],
+    target: Target,
+    install: str,
+    inputs: Inputs,
+) -> Pick:
+    """vLLM's pick for one checkpoint format under one install."""
+    from kernelcfg.vllm import kernel_words
+
+    where = kernel_words.where(
+        found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
+    )
+    return found.pick(variant, layer, dataclasses.replace(where, device_name=target.device))
+
+
+def _prober(
+    found: MoeModel, variant: str, layer: Mapping[str, Any], target: Target, inputs: Inputs
+) -> Callable[[str], Trial]:
+    """Whether a backend would take the layer under the run's install, asked by name."""
+    from kernelcfg.vllm import kernel_words
+
+    where = kernel_words.where(
+        found.data, target.kind, target.capability, target.gfx_arch, inputs.install, inputs.env
+    )
+    where = dataclasses.replace(where, device_name=target.device)
+    return lambda backend: found.probe(variant, layer, where, backend)
+
+
+def _outcome(pick: Pick) -> str:
+    """One install's pick in a few words."""
+    if pick.status == "selected":
+        return f"{pick.backend} ({pick.kernel})" if pick.kernel else str(pick.backend)
+    return pick.status
+
+
+def _candidates(pick: Pick, probe: Callable[[str], Trial]) -> list[dict[str, Any]]:
+    """The trials in vLLM's order, then the candidates it never reached, each with
+    whether its classes would take the layer if it were asked for by name."""
+    out: list[dict[str, Any]] = [
+        {"backend": t.backend, "kernel": t.kernel, "verdict": t.verdict, "reason": t.reason}
+        for t in pick.trials
+    ]
+    tried = {t.backend for t in pick.trials}
+    for backend, classes in pick.candidates:
+        if backend in tried:
+            continue
+        asked = probe(backend)
+        out.append(
+            {
+                "backend": backend,
+                "kernel": asked.kernel if asked.verdict == "ok" else "/".join(classes),
+                "verdict": "not_tried",
+                "reason": None,
+                "if_asked": asked.verdict,
+                "if_asked_reason": asked.reason,
+            }
+        )
+    return out
+
+
+def _select(
+    found: MoeModel,
+    variants: list[str],
+    why: str,
+    layer: Mapping[str, Any],
+    inputs: Inputs,
+    target: Target,
+) -> tuple[dict[str, Any], Problem | None]:
+    """Walk every format under every install; the data and the problem, if any."""
+    picks = {
+        install: {v: _walk(found, v, layer, target, install, inputs) for v in variants}
+        for install in INSTALLS
+    }
+    chosen = picks[inputs.install]
+    first = chosen[variants[0]]
+    agree = len({_outcome(p) for p in chosen.values()}) == 1
+    data: dict[str, Any] = {
+        "requested": "auto",
+        "status": first.status if agree else "depends",
+        "backend": first.backend if agree else None,
+        "kernel": first.kernel if agree else None,
+        "value": first.values[0] if first.values and agree else None,
+        "candidates": (
+            _candidates(first, _prober(found, variants[0], layer, target, inputs))
+            if len(variants) == 1
+            else []
+        ),
+        "install": inputs.install,
+        "message": first.message if agree else "the checkpoint's format decides",
+        "checkpoint": why,
+        "variant": variants[0] if len(variants) == 1 else None,
+        "oracle": first.oracle,
+        "moved": [{"backend": b, "reason": r} for b, r in first.moved],
+        "dropped": [{"backend": b, "reason": r} for b, r in first.dropped],
+    }
+    if len(variants) > 1:
+        data["by_variant"] = {v: _outcome(p) for v, p in chosen.items()}
+    outcomes = {
+        install: "/".join(dict.fromkeys(_outcome(p) for p in by_variant.values()))
+        for install, by_variant in picks.items()
+    }
+    if len(set(outcomes.values())) > 1:
+        data["by_install"] = outcomes
+    return data, _problem(picks, inputs, target, first)
+
+
+def _problem(
+    picks: Mapping[str, Mapping[str, Pick]], inputs: Inputs, target: Target, first: Pick
+) -> Problem | None:
+    """An error when vLLM raises under every install, a warning when under this one."""
+    if first.status != "error":
+        return None
+    works = [
+        install
+        for install, by_variant in picks.items()
+        if all(p.status != "error" for p in by_variant.values())
+    ]
+    return Problem(
+        "warning" if works else "error",
+        "moe-no-kernel",
+        "moe_backend",
+        f"MoE layers on {target.device}: with --install {inputs.install} vLLM raises while "
+        f"loading the model ({first.message or 'no MoE kernel supports the layer'})"
+        + (f"; with --install {' or '.join(works)} it picks a kernel" if works else ""),
+    )

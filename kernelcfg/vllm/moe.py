@@ -1,0 +1,811 @@
+"""vLLM's fused-MoE backend selection on ``--moe-backend auto``, walked from data.
+
+The data (``releases/moe-<version>.json``) holds, read from vLLM's source, how each
+quantisation method reaches its oracle (``variants``), each oracle's priority list,
+reorders, drops, forced backends and backend-to-experts mapping (``oracles``), and every
+experts class's ``_supports_*`` checks (``experts``), with the order and texts of
+``FusedMoEExperts.is_supported_config`` (``base_checks``). This module walks it the way
+vLLM does: it names no backend itself. Conditions are :mod:`kernelcfg.vllm.kernel_words`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelcfg.base.answers import Answers
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_words import Where, holds
+
+__all__ = [
+    "MODEL_KEYS",
+    "Layout",
+    "MoeModel",
+    "Pick",
+    "Trial",
+    "layer_features",
+    "model",
+    "releases_with_data",
+    "routing_method_type",
+]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One experts class (or a backend-level check) as the oracle tried it."""
+
+    backend: str
+    """The oracle's backend enum member (``TRITON``)."""
+    kernel: str | None
+    """The experts class tried; ``None`` for a backend-level refusal."""
+    verdict: str
+    """``ok`` or ``refused``."""
+    reason: str | None
+    """vLLM's reason for a refusal, as it prints it."""
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What vLLM selects for one MoE layer."""
+
+    status: str
+    """``selected``, ``no_kernel`` (the oracle returned its NONE member) or ``error``."""
+    oracle: str | None
+    """The oracle walked (``fp8``, ``mxfp4`` ...); ``None`` when none ran."""
+    enum: str | None
+    """The oracle's backend enum class (``Fp8MoeBackend``)."""
+    backend: str | None
+    """The picked backend's enum member, or ``None``."""
+    kernel: str | None
+    """The picked experts class, or ``None``."""
+    candidates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """The ordered list the oracle walks: (backend, its experts classes)."""
+    dropped: tuple[tuple[str, str], ...] = ()
+    """Backends removed from the priority list before the loop, with why."""
+    moved: tuple[tuple[str, str], ...] = ()
+    """The reorders of the priority list that applied: (backend or ``HUMMING``, why)."""
+    trials: tuple[Trial, ...] = ()
+    """Every check in the order vLLM made it, up to the pick."""
+    values: tuple[str, ...] = ()
+    """The ``--moe-backend`` values that map to the picked backend."""
+    message: str | None = None
+    """vLLM's error text (``Type: message``) when the status is ``error``."""
+    chosen_by: str = "oracle"
+    """``oracle`` (the oracle's walk) or ``inline`` (the quantisation method or the layer
+    config decided without it)."""
+
+
+@dataclass
+class _Run:
+    """The state of one oracle walk."""
+
+    oracle: str
+    spec: Mapping[str, Any]
+    feats: dict[str, Any]
+    key: str | None
+    """The activation key the caller passed."""
+    order: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
+    extra_candidates: list[str] = field(default_factory=list)
+
+
+_FIELD = re.compile(r"\{([A-Za-z0-9_:]+)(!r)?\}")
+
+
+def _fill(template: str, values: Mapping[str, Any]) -> str:
+    """``{name}`` / ``{name!r}`` from ``values``; ``{env:VAR}`` is kept for the caller."""
+
+    def one(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in values:
+            return found.group(0)
+        value = values[name]
+        return repr(value) if found.group(2) else str(value)
+
+    return _FIELD.sub(one, template)
+
+
+def _parallel_repr(feats: Mapping[str, Any]) -> str:
+    """FusedMoEParallelConfig's dataclass repr (config.py:1015; ranks as on rank 0)."""
+    names = ("tp_size", "pcp_size", "dp_size", "ep_size")
+    sizes = ", ".join(f"{n}={feats.get(n)}" for n in names)
+    return (
+        f"FusedMoEParallelConfig({sizes}, tp_rank=0, pcp_rank=0, dp_rank=0, ep_rank=0, "
+        f"sp_size={feats.get('sp_size')}, use_ep={feats.get('use_ep')}, "
+        f"all2all_backend={feats.get('all2all_backend')!r}, "
+        f"enable_eplb={feats.get('enable_eplb')})"
+    )
+
+
+class MoeModel:
+    """One release's MoE selection data and its walk."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = data
+        self._picks: Answers[tuple[Any, ...], Pick] = Answers(4096)
+
+    # ---------------------------------------------------------------- inputs
+    def pick(self, variant: str, layer: Mapping[str, Any], where: Where) -> Pick:
+        """What vLLM selects for ``variant`` (a quantisation method's entry) on ``layer``
+        (:func:`layer_features`) under ``where``."""
+        key = (variant, tuple(sorted(layer.items(), key=lambda kv: kv[0])), where.key)
+        return self._picks.get(key, lambda: self._pick(variant, layer, where))
+
+    def probe(self, variant: str, layer: Mapping[str, Any], where: Where, backend: str) -> Trial:
+        """Whether ``backend``'s experts classes take the layer, as when it is asked for by
+        name (``_return_or_raise``: the first class that passes; else the last reason).
+        Only the classes' checks: an oracle may also remap or refuse the value first."""
+        spec = self.data["variants"][variant]
+        feats = self._features(spec, layer, where)
+        name = spec["oracle"]
+        oracle = self.data["oracles"][name]
+        if "batched_when" in oracle:
+            feats["activation_format"] = (
+                "batched" if holds(oracle["batched_when"], where, feats) else "standard"
+            )
+        run = _Run(name, oracle, feats, feats["activation_key"])
+        reason: str | None = f"{backend} is not a backend of the {name} oracle"
+        for cls in oracle["backend_classes"].get(backend, ()):
+            ok, reason = self._try(run, backend, cls, where)
+            if ok:
+                return run.trials[-1]
+        kernel = run.trials[-1].kernel if run.trials else None
+        return Trial(backend, kernel, "refused", reason)
+
+    def key_text(self, name: str | None, where: Where) -> str:
+        """``str()`` of a QuantKey as vLLM prints it on ``where`` (fnuz on gfx94x)."""
+        if name is None:
+            return "None"
+        text = str(self.data["key_strings"].get(name, name))
+        fnuz = self.data["fp8_fnuz"]
+        if holds(fnuz["when"], where, {}):
+            text = text.replace(fnuz["replace"][0], fnuz["replace"][1])
+        return text
+
+    def _keyed(
+        self, feats: Mapping[str, Any], weight: str | None, act: str | None
+    ) -> dict[str, Any]:
+        """The features with the two quantisation keys (names and canonical strings)."""
+        strings = self.data["key_strings"]
+        out = dict(feats)
+        out["weight_key"], out["activation_key"] = weight, act
+        out["weight_key_str"] = None if weight is None else strings.get(weight, weight)
+        out["activation_key_str"] = None if act is None else strings.get(act, act)
+        return out
+
+    def _derive(self, feats: dict[str, Any], where: Where) -> None:
+        """The ``derived`` features: first holding rule's value (``{name}`` filled)."""
+        for name, spec in self.data["derived"].items():
+            for rule in spec["rules"]:
+                if holds(rule["when"], where, feats):
+                    value = rule["value"]
+                    if isinstance(value, str):
+                        value = _fill(value, feats)
+                        value = re.sub(
+                            r"\{env:(\w+)\}",
+                            lambda m: (where.env_raw.get(m.group(1)) or "").strip().lower(),
+                            value,
+                        )
+                    feats[name] = value
+                    break
+
+    def _features(
+        self, spec: Mapping[str, Any], layer: Mapping[str, Any], where: Where
+    ) -> dict[str, Any]:
+        """The layer as the variant's quantisation method hands it to its oracle."""
+        feats: dict[str, Any] = {**spec.get("args", {}), **layer}
+        weight, act = spec.get("weight_key"), spec.get("activation_key")
+        feats = self._keyed(feats, weight, act)
+        done: set[str] = set()
+        for rule in spec.get("key_rules", ()):
+            for role in ("weight_key", "activation_key"):
+                if role in rule and role not in done and holds(rule["when"], where, feats):
+                    done.add(role)
+                    weight = _fill(rule[role], feats) if role == "weight_key" else weight
+                    act = rule[role] if role == "activation_key" else act
+        feats = self._keyed(feats, weight, act)
+        self._derive(feats, where)
+        return feats
+
+    # ---------------------------------------------------------------- the walk
+    def _pick(self, variant: str, layer: Mapping[str, Any], where: Where) -> Pick:
+        spec = self.data["variants"][variant]
+        feats = self._features(spec, layer, where)
+        for check in self.data["config_checks"]:
+            if holds(check["when"], where, feats):
+                return Pick(
+                    "error",
+                    None,
+                    None,
+                    None,
+                    None,
+                    message=self._text(check["error"], feats, where),
+                    chosen_by="inline",
+                )
+        oracle, key = spec["oracle"], feats["activation_key"]
+        for rule in spec.get("inline", ()):
+            if not holds(rule["when"], where, feats):
+                continue
+            if "oracle" in rule:
+                oracle, key = rule["oracle"], rule.get("activation_key")
+                break
+            return self._inline(rule, self.data["oracles"][oracle], feats, where)
+        return self._oracle(oracle, feats, key, where, spec)
+
+    def _inline(
+        self,
+        rule: Mapping[str, Any],
+        oracle: Mapping[str, Any],
+        feats: Mapping[str, Any],
+        where: Where,
+    ) -> Pick:
+        """A pick the quantisation method makes without the oracle (or its raise)."""
+        if "error" in rule:
+            return Pick(
+                "error",
+                None,
+                None,
+                None,
+                None,
+                message=self._text(rule["error"], feats, where),
+                chosen_by="inline",
+            )
+        backend = rule["backend"]
+        return Pick(
+            "selected",
+            None,
+            oracle["enum"],
+            backend,
+            rule["experts"],
+            values=_values(oracle, backend),
+            chosen_by="inline",
+        )
+
+    def _text(self, template: str, feats: Mapping[str, Any], where: Where, **more: Any) -> str:
+        """A reason or message template filled the way vLLM formats it."""
+        values: dict[str, Any] = dict(feats)
+        values.update(
+            device_name=where.device_name or "(unknown)",
+            weight_key=self.key_text(feats.get("weight_key"), where),
+            activation_key=self.key_text(feats.get("activation_key"), where),
+            parallel_config=_parallel_repr(feats),
+            routing_method_int=self.data["routing_method_ints"].get(
+                str(feats.get("routing_method"))
+            ),
+            activation_format_value=(
+                "('batched_experts',)"
+                if feats.get("activation_format") == "batched"
+                else "('standard',)"
+            ),
+            torch_version="<torch>",
+        )
+        values.update(more)
+        return _fill(template, values)
+
+    def _oracle(
+        self,
+        name: str,
+        feats: dict[str, Any],
+        key: str | None,
+        where: Where,
+        variant: Mapping[str, Any],
+    ) -> Pick:
+        spec = self.data["oracles"][name]
+        for rule in spec.get("inline", ()):
+            if holds(rule["when"], where, feats) and self._inline_ok(rule, feats, where):
+                status = "selected" if rule["experts"] else "no_kernel"
+                return Pick(
+                    status,
+                    name,
+                    spec["enum"],
+                    rule["backend"],
+                    rule["experts"],
+                    values=_values(spec, rule["backend"]),
+                )
+        feats = dict(feats)
+        if "batched_when" in spec:
+            feats["activation_format"] = (
+                "batched" if holds(spec["batched_when"], where, feats) else "standard"
+            )
+        run = _Run(name, spec, self._keyed(feats, feats["weight_key"], key), key)
+        run.order = self._priority(spec, where, run.feats, run.moved)
+        if not run.order and "empty_priority_error" in spec:
+            return self._finish(run, "error", None, None, spec["empty_priority_error"])
+        self._filter(run, where)
+        found = self._stages(run, where)
+        if found is None:
+            found = self._loop(run, where)
+        if found is None:
+            found = self._after_loop(run, where)
+        return (
+            self._refuse_after(found, variant, run) if found is not None else self._none(run, where)
+        )
+
+    def _inline_ok(self, rule: Mapping[str, Any], feats: Mapping[str, Any], where: Where) -> bool:
+        """An oracle-level inline pick that asks an experts class first (``if_supported``)."""
+        cls = rule.get("if_supported")
+        if cls is None:
+            return True
+        standard = self._keyed(dict(feats, activation_format="standard"), None, None)
+        return self._supported(cls, standard, where)[0]
+
+    def _priority(
+        self,
+        spec: Mapping[str, Any],
+        where: Where,
+        feats: Mapping[str, Any],
+        moved: list[tuple[str, str]],
+    ) -> list[str]:
+        """The priority list with its reorders (``only_default``: on the default list only);
+        the reorders that changed it go to ``moved``."""
+        order: list[str] | None = None
+        for rule in spec.get("priority_by", ()):
+            if holds(rule["when"], where, feats):
+                order = list(rule["priority"])
+                break
+        default = order is None
+        order = list(spec["priority"]) if order is None else order
+        for rule in spec.get("reorder", ()):
+            if (default or not rule.get("only_default")) and holds(rule["when"], where, feats):
+                before = list(order)
+                _reorder(order, rule)
+                if order != before:
+                    moved.append((rule.get("backend", "HUMMING"), str(rule.get("why", ""))))
+        return order
+
+    def _filter(self, run: _Run, where: Where) -> None:
+        """MXFP4's ``_filter_by_activation`` (oracle/mxfp4.py:614), where the oracle has one."""
+        spec = run.spec
+        if "activation_filter" not in spec:
+            return
+        own = spec["activation_keys"]
+        bf16 = [b for b in run.order if own.get(b) is None]
+        if run.key is not None:
+            kept = [b for b in run.order if own.get(b) == run.key or b == "EMULATION"]
+            kept += [b for b in bf16 if b not in kept]
+        else:
+            kept = bf16 or list(run.order)
+        why = spec["activation_filter"]["why"]
+        run.dropped += [(b, why) for b in run.order if b not in kept]
+        run.order = kept
+        del where
+
+    def _stages(self, run: _Run, where: Where) -> Pick | None:
+        """Forced backends and drops, stage by stage (a forced one first in its stage)."""
+        spec = run.spec
+        stages = sorted(
+            {e["stage"] for e in (*spec["drop"], *spec["forced"]) if e["stage"] != "after_loop"}
+        )
+        before = list(run.order)
+        dropped: list[tuple[str, str]] = []
+        for stage in stages:
+            for force in spec["forced"]:
+                if force["stage"] == stage and holds(force["when"], where, run.feats):
+                    found = self._force(run, force, where, before)
+                    if found is not None:
+                        return found
+            for drop in spec["drop"]:
+                if drop["stage"] == stage and holds(drop["when"], where, run.feats):
+                    gone = [b for b in drop["backends"] if b in run.order]
+                    dropped += [(b, drop["why"]) for b in gone]
+                    run.order = [b for b in run.order if b not in gone]
+        run.dropped += sorted(dropped, key=lambda d: before.index(d[0]))
+        return None
+
+    def _force(
+        self, run: _Run, force: Mapping[str, Any], where: Where, before: list[str]
+    ) -> Pick | None:
+        """``_return_or_raise`` (on_fail raise: nothing else is tried) or a first try that
+        falls back to the loop (on_fail continue)."""
+        backend = force["backend"]
+        raising = force["on_fail"] == "raise"
+        if raising:
+            run.dropped = [(b, "forced " + backend) for b in before if b != backend]
+            run.order = [backend]
+        reason = None
+        for cls in run.spec["backend_classes"][backend]:
+            ok, reason = self._try(run, backend, cls, where)
+            if ok:
+                return self._finish(run, "selected", backend, cls, None)
+        if raising:
+            return self._finish(
+                run, "error", None, None, self._forced_error(run, force, reason, where)
+            )
+        run.order = [b for b in run.order if b != backend]
+        return None
+
+    def _forced_error(
+        self, run: _Run, force: Mapping[str, Any], reason: str | None, where: Where
+    ) -> str:
+        spec, backend = run.spec, force["backend"]
+        value = spec.get("enum_values", {}).get(backend, backend)
+        if "error" in force:
+            template = force["error"]
+        else:
+            template = spec["forced_error"]["with_reason" if reason else "without_reason"]
+        return self._text(template, run.feats, where, backend_value=value, reason=reason)
+
+    def _loop(self, run: _Run, where: Where) -> Pick | None:
+        """The oracle's loop: backend-level checks, then each class in order."""
+        checks = run.spec.get("backend_checks", {})
+        for backend in run.order:
+            refusal = next(
+                (
+                    c["reason"]
+                    for c in checks.get(backend, ())
+                    if holds(c["reject_if"], where, run.feats)
+                ),
+                None,
+            )
+            if refusal is not None:
+                run.trials.append(
+                    Trial(backend, None, "refused", self._text(refusal, run.feats, where))
+                )
+                continue
+            for cls in run.spec["backend_classes"][backend]:
+                if self._try(run, backend, cls, where)[0]:
+                    return self._finish(run, "selected", backend, cls, None)
+        return None
+
+    def _after_loop(self, run: _Run, where: Where) -> Pick | None:
+        """A backend forced only after the loop found nothing (mxfp4's XPU)."""
+        for force in run.spec["forced"]:
+            if force["stage"] == "after_loop" and holds(force["when"], where, run.feats):
+                run.extra_candidates.append(force["backend"])
+                saved = run.key
+                run.key = force.get("activation_key")
+                reason = None
+                for cls in run.spec["backend_classes"][force["backend"]]:
+                    ok, reason = self._try(run, force["backend"], cls, where, fixed=True)
+                    if ok:
+                        return self._finish(run, "selected", force["backend"], cls, None)
+                run.key = saved
+                return self._finish(
+                    run, "error", None, None, self._forced_error(run, force, reason, where)
+                )
+        return None
+
+    def _trial_key(self, run: _Run, backend: str) -> str | None:
+        """The activation key a trial is checked with (``trial_activation_key``)."""
+        mode = run.spec.get("trial_activation_key")
+        own = run.spec.get("activation_keys", {})
+        if mode == "own" or (mode == "requested_for_EMULATION" and backend != "EMULATION"):
+            found = own.get(backend)
+            return None if found is None else str(found)
+        return run.key
+
+    def _try(
+        self, run: _Run, backend: str, cls: str, where: Where, fixed: bool = False
+    ) -> tuple[bool, str | None]:
+        key = run.key if fixed else self._trial_key(run, backend)
+        feats = self._keyed(run.feats, run.feats["weight_key"], key)
+        ok, reason = self._supported(cls, feats, where)
+        name = self.data["experts"][cls].get("name", cls)
+        run.trials.append(Trial(backend, name, "ok" if ok else "refused", reason))
+        return ok, reason
+
+    def _none(self, run: _Run, where: Where) -> Pick:
+        """No class accepted: the oracle raises, or returns its NONE member."""
+        spec = run.spec["no_candidate"]
+        if not holds(spec["raises_when"], where, run.feats):
+            return self._finish(run, "no_kernel", "NONE", None, None)
+        refused = [t for t in run.trials if t.verdict == "refused" and t.kernel is not None]
+        message = self._text(
+            spec["error"],
+            run.feats,
+            where,
+            candidates="[" + ", ".join(repr(b) for b in run.order) + "]",
+            unsupported_log="; ".join(f"backend: {t.backend}, reason: {t.reason}" for t in refused),
+            class_reasons="; ".join(f"{t.kernel}: {t.reason}" for t in refused),
+        )
+        return self._finish(run, "error", None, None, message)
+
+    def _refuse_after(self, found: Pick, variant: Mapping[str, Any], run: _Run) -> Pick:
+        """The quantisation method refusing the oracle's pick (``reject_after``)."""
+        rule = variant.get("reject_after")
+        if rule is None or found.status != "selected" or found.backend not in rule["backends"]:
+            return found
+        message = _fill(rule["error"], {"backend": found.backend})
+        return Pick(
+            "error",
+            run.oracle,
+            found.enum,
+            None,
+            None,
+            found.candidates,
+            found.dropped,
+            found.moved,
+            found.trials,
+            (),
+            message,
+        )
+
+    def _finish(
+        self, run: _Run, status: str, backend: str | None, kernel: str | None, message: str | None
+    ) -> Pick:
+        classes = run.spec["backend_classes"]
+        names = [*run.order, *run.extra_candidates]
+        candidates = tuple(
+            (b, tuple(self.data["experts"][c].get("name", c) for c in classes[b])) for b in names
+        )
+        if kernel is not None:
+            kernel = self.data["experts"][kernel].get("name", kernel)
+        return Pick(
+            status,
+            run.oracle,
+            run.spec["enum"],
+            backend,
+            kernel,
+            candidates,
+            tuple(run.dropped),
+            tuple(run.moved),
+            tuple(run.trials),
+            _values(run.spec, backend),
+            message,
+        )
+
+    # ---------------------------------------------------------------- one class
+    def _supported(
+        self, cls: str, feats: Mapping[str, Any], where: Where
+    ) -> tuple[bool, str | None]:
+        """``is_supported_config`` of one experts class (modular_kernel.py:580 and its
+        override, as the class's ``extra`` rules)."""
+        spec = self.data["experts"][cls]
+        reason = self._extras(spec, "start", feats, where)
+        for check in self.data["base_checks"]:
+            if reason is None and self._fails(check, spec, feats, where):
+                reason = self._text(check["reason"], feats, where)
+            if reason is None:
+                reason = self._extras(spec, check["name"], feats, where)
+        if reason is None:
+            reason = self._extras(spec, "all", feats, where)
+        if reason is None:
+            return True, None
+        for rule in spec.get("extra", ()):
+            if "append" in rule and holds(rule["append_if_rejected"], where, feats):
+                reason += rule["append"]
+        return False, reason
+
+    def _fails(
+        self,
+        check: Mapping[str, Any],
+        spec: Mapping[str, Any],
+        feats: Mapping[str, Any],
+        where: Where,
+    ) -> bool:
+        """Whether one base check of is_supported_config refuses the class."""
+        if "class_field" in check:
+            name = check["class_field"]
+            return bool(feats.get(name) != spec[name])
+        if not holds(check.get("applies_when", True), where, feats):
+            return False
+        if check.get("monolithic_only") and not spec["monolithic"]:
+            return False
+        return not holds(spec["supports"].get(check["name"], check["default"]), where, feats)
+
+    def _extras(
+        self, spec: Mapping[str, Any], after: str, feats: Mapping[str, Any], where: Where
+    ) -> str | None:
+        """The class override's own refusals that run at ``after``."""
+        for rule in spec.get("extra", ()):
+            if rule["after"] != after:
+                continue
+            if "collect" in rule:
+                items = [
+                    self._text(c["text"], feats, where)
+                    for c in rule["collect"]
+                    if holds(c["if"], where, feats)
+                ]
+                if items:
+                    return self._text(rule["reason"], feats, where, collected=", ".join(items))
+            elif "reject_if" in rule and holds(rule["reject_if"], where, feats):
+                return self._text(str(rule["reason"]), feats, where)
+        return None
+
+
+def _reorder(order: list[str], rule: Mapping[str, Any]) -> None:
+    """One reorder of the priority list, in place."""
+    op = rule["op"]
+    if op == "prioritize_humming":
+        # quantization/utils/humming/priority.py:26: the first *humming* entry goes just
+        # before the first *marlin* one when it comes later
+        hum = next((i for i, b in enumerate(order) if "humming" in b.lower()), None)
+        mar = next((i for i, b in enumerate(order) if "marlin" in b.lower()), None)
+        if hum is not None and mar is not None and hum > mar:
+            order.insert(mar, order.pop(hum))
+        return
+    backend = rule["backend"]
+    if backend not in order:
+        return
+    order.remove(backend)
+    if op == "front":
+        order.insert(0, backend)
+    elif op == "back":
+        order.append(backend)
+    else:  # move_after
+        order.insert(order.index(rule["after"]) + 1, backend)
+
+
+def _values(oracle: Mapping[str, Any], backend: str | None) -> tuple[str, ...]:
+    """The ``--moe-backend`` values that map to ``backend``."""
+    if backend is None:
+        return ()
+    return tuple(v for v, names in oracle.get("values", {}).items() if backend in names)
+
+
+@functools.cache
+def releases_with_data() -> tuple[str, ...]:
+    """The releases kernelcfg has MoE selection data for."""
+    return tuple(
+        v for v in releases.known_versions() if releases.data_path(f"moe-{v}.json").is_file()
+    )
+
+
+@functools.cache
+def model(version: str) -> MoeModel | None:
+    """The MoE selection of one release, or ``None`` without data for it."""
+    name = f"moe-{version}.json"
+    if not releases.data_path(name).is_file():
+        return None
+    return MoeModel(releases.data_file(name))
+
+
+# ---------------------------------------------------------------------- layer features
+_SP_BACKENDS = frozenset(
+    {  # config/parallel.py:768 use_sequence_parallel_moe
+        "allgather_reducescatter",
+        "deepep_high_throughput",
+        "deepep_low_latency",
+        "deepep_v2",
+        "flashinfer_nvlink_one_sided",
+        "passthrough",
+        "mori_high_throughput",
+        "mori_low_latency",
+        "nixl_ep",
+    }
+)
+_A2A = {  # config.py:1041-1103: FusedMoEParallelConfig properties -> the backends they test
+    "use_deepep_ht_kernels": ("deepep_high_throughput",),
+    "use_deepep_ll_kernels": ("deepep_low_latency",),
+    "use_fi_nvl_two_sided_kernels": ("flashinfer_all2allv", "flashinfer_nvlink_two_sided"),
+    "use_fi_nvl_one_sided_kernels": ("flashinfer_nvlink_one_sided",),
+    "use_ag_rs_all2all_kernels": ("allgather_reducescatter",),
+    "use_mori_kernels": ("mori_high_throughput", "mori_low_latency"),
+    "use_nixl_ep_kernels": ("nixl_ep",),
+    "use_deepep_v2_kernels": ("deepep_v2",),
+    "use_moonep_kernels": ("moonep",),
+}
+_LAYER_DEFAULTS: dict[str, Any] = {  # FusedMoEConfig field defaults (config.py:1288-1335)
+    "pcp_size": 1,
+    "enable_eplb": False,
+    "is_lora_enabled": False,
+    "has_hash_routing": False,
+    "require_decomposed_backend": False,
+    "swiglu_limit": None,
+    "swiglu_alpha": None,
+    "swiglu_beta": None,
+    "activation_situ_beta": None,
+    "activation_situ_linear_beta": None,
+    "skip_final_all_reduce": False,
+    "moe_backend": "auto",
+    "enable_dbo": False,  # ParallelConfig.enable_dbo
+    "weight_transfer_config_set": False,  # vllm_config.weight_transfer_config is not None
+    "user_moe_weight_override": None,
+}
+
+
+def _parallel(tp_: int, dp_: int, pcp_: int, expert_parallel: bool, backend: str) -> dict[str, Any]:
+    """FusedMoEParallelConfig.make (config.py:1117-1210) and its properties (:1030-1103)."""
+    sp = tp_ if (backend in _SP_BACKENDS and expert_parallel and tp_ > 1 and dp_ > 1) else 1
+    use_ep = dp_ * pcp_ * tp_ > 1 and expert_parallel  # :1180
+    flat = dp_ * pcp_ * tp_  # flatten_tp_across_dp_and_pcp (:1106)
+    out: dict[str, Any] = {
+        "tp_size": 1 if use_ep else flat,
+        "ep_size": flat if use_ep else 1,
+        "dp_size": dp_,
+        "pcp_size": pcp_,
+        "sp_size": sp,
+        "use_ep": use_ep,
+        "all2all_backend": backend,
+        "is_sequence_parallel": sp > 1,  # :1031
+    }
+    a2a = use_ep and (dp_ > 1 or pcp_ > 1 or sp > 1)  # :1035
+    out["use_all2all_kernels"] = a2a
+    for prop, names in _A2A.items():
+        out[prop] = a2a and backend in names
+    out["use_passthrough_all2all"] = backend == "passthrough"  # :1082 (not gated)
+    batched = out["use_deepep_ll_kernels"] or out["use_nixl_ep_kernels"]  # :1066
+    out["use_batched_activation_format"] = batched
+    out["needs_round_robin_routing_tables"] = batched  # :1070
+    out["activation_format"] = "batched" if batched else "standard"
+    return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The parallel flags of a ``vllm serve`` line, as an MoE layer reads them."""
+
+    tensor_parallel_size: int = 1
+    """``--tensor-parallel-size``."""
+    data_parallel_size: int = 1
+    """``--data-parallel-size``."""
+    enable_expert_parallel: bool = False
+    """``--enable-expert-parallel``."""
+    all2all_backend: str = "allgather_reducescatter"
+    """``--all2all-backend`` (as resolved)."""
+
+
+MODEL_KEYS = (
+    "hidden_dim",
+    "intermediate_size",
+    "num_experts",
+    "top_k",
+    "activation",
+    "routing_method",
+    "has_bias",
+    "in_dtype",
+    "model_type",
+)
+"""What :func:`layer_features` needs of the model (``moe_checkpoint.moe_model_features``)."""
+
+
+def layer_features(model: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
+    """The features the selection data reads for one MoE layer of ``model`` (its keys
+    :data:`MODEL_KEYS`, optionally ``router_logits_dtype`` and any other FusedMoEConfig
+    field it sets, e.g. ``swiglu_limit``, ``has_hash_routing``): FusedMoEParallelConfig
+    (make and properties) and the FusedMoEConfig fields (config.py:1273-1367)."""
+    missing = [k for k in MODEL_KEYS if model.get(k) is None]
+    if missing:
+        raise ValueError(f"MoE layer features need {', '.join(missing)}")
+    feats = dict(_LAYER_DEFAULTS)
+    feats.update({k: v for k, v in model.items() if k in _LAYER_DEFAULTS})
+    feats.update(
+        _parallel(
+            layout.tensor_parallel_size,
+            layout.data_parallel_size,
+            int(feats["pcp_size"]),
+            layout.enable_expert_parallel,
+            layout.all2all_backend,
+        )
+    )
+    tp_size, ep_size = int(feats["tp_size"]), int(feats["ep_size"])
+    activation, in_dtype = str(model["activation"]), str(model["in_dtype"])
+    feats.update({k: model[k] for k in MODEL_KEYS})
+    feats.update(
+        # config.py:1353 intermediate_size // tp_size; :1366 the unpadded one defaults to it
+        intermediate_size_per_partition=model["intermediate_size"] // tp_size,
+        intermediate_size_per_partition_unpadded=model["intermediate_size"] // tp_size,
+        num_local_experts=model["num_experts"] // ep_size,  # without redundant experts
+        # config.py:1418 is_act_and_mul = MoEActivation.is_gated (value not ``*_no_mul``)
+        is_act_and_mul=not activation.upper().endswith("_NO_MUL"),
+        activation_value=activation.lower(),
+        router_logits_dtype=model.get("router_logits_dtype") or in_dtype,  # config.py:1362
+    )
+    return feats
+
+
+def routing_method_type(
+    scoring_func: str,
+    top_k: int,
+    renormalize: bool,
+    num_expert_group: int | None,
+    has_e_score_bias: bool,
+) -> str:
+    """config.py:135 get_routing_method_type, as the RoutingMethodType member name."""
+    del top_k  # read by vLLM's signature only
+    if scoring_func == "sqrtsoftplus":
+        return "DeepseekV4" if renormalize else "Unspecified"
+    if has_e_score_bias:
+        if scoring_func != "sigmoid" or not renormalize:
+            return "Unspecified"
+        return "DeepSeekV3" if (num_expert_group or 0) > 0 else "MiniMax2"
+    if scoring_func == "sigmoid":
+        return "SigmoidRenorm" if renormalize else "Sigmoid"
+    if scoring_func == "softmax":
+        return "RenormalizeNaive" if renormalize else "Default"
+    return "Unspecified"
