@@ -194,3 +194,19 @@ def test_an_explicit_backend_has_no_auto_walk() -> None:
     )
     assert not isinstance(result, pipeline.Failure)
     assert "moe_backend" not in result.selection
+
+
+def test_a_changed_config_json_is_read_again(tmp_path: Path) -> None:
+    """The process keeps a parsed config.json only while the file is unchanged."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_qwen3(SHAPES["qwen3_moe"])))
+    argv = ["--vllm-version", "0.33", "--device", "h100", "--hf-config-path", str(tmp_path)]
+    first = pipeline.resolve_args(argv)
+    path.write_text(json.dumps(_gpt_oss(SHAPES["gpt_oss"])))
+    second = pipeline.resolve_args(argv)
+    assert not isinstance(first, pipeline.Failure)
+    assert not isinstance(second, pipeline.Failure)
+    assert first.inputs is not None and second.inputs is not None
+    assert first.inputs.architectures == ["Qwen3MoeForCausalLM"]
+    assert second.inputs.architectures == ["GptOssForCausalLM"]
+    assert second.selection["moe_backend"]["variant"] == "mxfp4/gpt_oss"

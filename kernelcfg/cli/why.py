@@ -129,6 +129,9 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
         for candidate in later:
             ran = candidate.get("if_asked") == "ok"
             said = "yes" if ran else f"no, {candidate.get('if_asked_reason')}"
+            installs = candidate.get("if_asked_installs")
+            if installs:
+                said += f" (yes with --install {' or '.join(installs)})"
             lines.append(f"  {candidate['backend']} ({candidate['kernel']}): {said}")
     elif later:
         names = dict.fromkeys(c["backend"] for c in later)

@@ -159,15 +159,18 @@ def _walk(
 
 def _prober(
     found: MoeModel, variant: str, layer: Mapping[str, Any], target: Target, inputs: Inputs
-) -> Callable[[str], Trial]:
-    """Whether a backend would take the layer under the run's install, asked by name."""
+) -> Callable[[str, str], Trial]:
+    """Whether a backend would take the layer under an install, asked for by name."""
     from kernelcfg.vllm import kernel_words
 
-    where = kernel_words.where(
-        found.data, target.kind, target.capability, target.gfx_arch, inputs.install, inputs.env
-    )
-    where = dataclasses.replace(where, device_name=target.device)
-    return lambda backend: found.probe(variant, layer, where, backend)
+    def probe(backend: str, install: str) -> Trial:
+        where = kernel_words.where(
+            found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
+        )
+        where = dataclasses.replace(where, device_name=target.device)
+        return found.probe(variant, layer, where, backend)
+
+    return probe
 
 
 def _outcome(pick: Pick) -> str:
@@ -177,9 +180,12 @@ def _outcome(pick: Pick) -> str:
     return pick.status
 
 
-def _candidates(pick: Pick, probe: Callable[[str], Trial]) -> list[dict[str, Any]]:
+def _candidates(
+    pick: Pick, probe: Callable[[str, str], Trial], install: str
+) -> list[dict[str, Any]]:
     """The trials in vLLM's order, then the candidates it never reached, each with
-    whether its classes would take the layer if it were asked for by name."""
+    whether its classes would take the layer if it were asked for by name (and the
+    installs under which they would)."""
     out: list[dict[str, Any]] = [
         {"backend": t.backend, "kernel": t.kernel, "verdict": t.verdict, "reason": t.reason}
         for t in pick.trials
@@ -188,17 +194,20 @@ def _candidates(pick: Pick, probe: Callable[[str], Trial]) -> list[dict[str, Any
     for backend, classes in pick.candidates:
         if backend in tried:
             continue
-        asked = probe(backend)
-        out.append(
-            {
-                "backend": backend,
-                "kernel": asked.kernel if asked.verdict == "ok" else "/".join(classes),
-                "verdict": "not_tried",
-                "reason": None,
-                "if_asked": asked.verdict,
-                "if_asked_reason": asked.reason,
-            }
-        )
+        asked = probe(backend, install)
+        entry: dict[str, Any] = {
+            "backend": backend,
+            "kernel": asked.kernel if asked.verdict == "ok" else "/".join(classes),
+            "verdict": "not_tried",
+            "reason": None,
+            "if_asked": asked.verdict,
+            "if_asked_reason": asked.reason,
+        }
+        if asked.verdict != "ok":
+            entry["if_asked_installs"] = [
+                i for i in INSTALLS if i != install and probe(backend, i).verdict == "ok"
+            ]
+        out.append(entry)
     return out
 
 
@@ -225,7 +234,7 @@ def _select(
         "kernel": first.kernel if agree else None,
         "value": first.values[0] if first.values and agree else None,
         "candidates": (
-            _candidates(first, _prober(found, variants[0], layer, target, inputs))
+            _candidates(first, _prober(found, variants[0], layer, target, inputs), inputs.install)
             if len(variants) == 1
             else []
         ),

@@ -110,15 +110,17 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
     return _FIELD.sub(one, template)
 
 
-def _parallel_repr(feats: Mapping[str, Any]) -> str:
-    """FusedMoEParallelConfig's dataclass repr (config.py:1015; ranks as on rank 0)."""
+def _parallel_repr(feats: Mapping[str, Any], extra: tuple[str, ...] = ()) -> str:
+    """FusedMoEParallelConfig's dataclass repr (config.py:1015; ranks as on rank 0);
+    ``extra``: the release's fields after ``enable_eplb`` (``parallel_config_extra_fields``)."""
     names = ("tp_size", "pcp_size", "dp_size", "ep_size")
     sizes = ", ".join(f"{n}={feats.get(n)}" for n in names)
+    tail = "".join(f", {n}={feats.get(n)!r}" for n in extra)
     return (
         f"FusedMoEParallelConfig({sizes}, tp_rank=0, pcp_rank=0, dp_rank=0, ep_rank=0, "
         f"sp_size={feats.get('sp_size')}, use_ep={feats.get('use_ep')}, "
         f"all2all_backend={feats.get('all2all_backend')!r}, "
-        f"enable_eplb={feats.get('enable_eplb')})"
+        f"enable_eplb={feats.get('enable_eplb')}{tail})"
     )
 
 
@@ -269,23 +271,29 @@ class MoeModel:
     def _text(self, template: str, feats: Mapping[str, Any], where: Where, **more: Any) -> str:
         """A reason or message template filled the way vLLM formats it."""
         values: dict[str, Any] = dict(feats)
+        fmt = self._format_value(feats.get("activation_format"))
         values.update(
             device_name=where.device_name or "(unknown)",
             weight_key=self.key_text(feats.get("weight_key"), where),
             activation_key=self.key_text(feats.get("activation_key"), where),
-            parallel_config=_parallel_repr(feats),
+            parallel_config=_parallel_repr(
+                feats, tuple(self.data.get("parallel_config_extra_fields", ()))
+            ),
             routing_method_int=self.data["routing_method_ints"].get(
                 str(feats.get("routing_method"))
             ),
-            activation_format_value=(
-                "('batched_experts',)"
-                if feats.get("activation_format") == "batched"
-                else "('standard',)"
-            ),
+            activation_format_value=f"({fmt!r},)",
+            activation_format_name=fmt,
             torch_version="<torch>",
         )
         values.update(more)
         return _fill(template, values)
+
+    def _format_value(self, layout: Any) -> str:
+        """FusedMoEActivationFormat's value for a layout's ``activation_format``: the
+        release's ``activation_formats`` map, else standard / batched_experts."""
+        names = self.data.get("activation_formats", {"batched": "batched_experts"})
+        return str(names.get(layout, "batched_experts" if layout == "batched" else "standard"))
 
     def _oracle(
         self,
@@ -298,6 +306,9 @@ class MoeModel:
         spec = self.data["oracles"][name]
         for rule in spec.get("inline", ()):
             if holds(rule["when"], where, feats) and self._inline_ok(rule, feats, where):
+                if "error" in rule:  # the oracle raises before its loop
+                    message = self._text(rule["error"], feats, where)
+                    return Pick("error", name, spec["enum"], None, None, message=message)
                 status = "selected" if rule["experts"] else "no_kernel"
                 return Pick(
                     status,
@@ -580,8 +591,11 @@ class MoeModel:
     ) -> bool:
         """Whether one base check of is_supported_config refuses the class."""
         if "class_field" in check:
+            # the class's value accepts the layout's when equal or listed in
+            # ``accepts`` (0.34's FusedMoEActivationFormat.is_superset)
             name = check["class_field"]
-            return bool(feats.get(name) != spec[name])
+            accepted = check.get("accepts", {}).get(spec[name], [spec[name]])
+            return feats.get(name) not in accepted
         if not holds(check.get("applies_when", True), where, feats):
             return False
         if check.get("monolithic_only") and not spec["monolithic"]:
@@ -666,6 +680,7 @@ _SP_BACKENDS = frozenset(
         "passthrough",
         "mori_high_throughput",
         "mori_low_latency",
+        "mori",  # 0.34's all2all value (config/parallel.py:871); unknown to 0.33
         "nixl_ep",
     }
 )
@@ -696,6 +711,9 @@ _LAYER_DEFAULTS: dict[str, Any] = {  # FusedMoEConfig field defaults (config.py:
     "enable_dbo": False,  # ParallelConfig.enable_dbo
     "weight_transfer_config_set": False,  # vllm_config.weight_transfer_config is not None
     "user_moe_weight_override": None,
+    "mori_ep_v2": False,  # FusedMoEParallelConfig.mori_ep_v2 (0.34, config.py:1059)
+    "qat_activation_key": None,  # FusedMoEConfig.qat_activation_key (0.34, config.py:1386)
+    "is_requantization_source": False,  # online requantization's source method (0.34)
 }
 
 
