@@ -206,7 +206,8 @@ def test_a_changed_config_json_is_read_again(tmp_path: Path) -> None:
     second = pipeline.resolve_args(argv)
     assert not isinstance(first, pipeline.Failure)
     assert not isinstance(second, pipeline.Failure)
-    assert first.inputs is not None and second.inputs is not None
+    assert first.inputs is not None
+    assert second.inputs is not None
     assert first.inputs.architectures == ["Qwen3MoeForCausalLM"]
     assert second.inputs.architectures == ["GptOssForCausalLM"]
     assert second.selection["moe_backend"]["variant"] == "mxfp4/gpt_oss"
