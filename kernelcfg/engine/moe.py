@@ -39,9 +39,58 @@ def moe_selection(
     cannot walk it (no MoE data for the release, a model it cannot read)."""
     if config.get("moe_backend") != "auto" or inputs.hf_config is None:
         return None
+    front = (
+        inputs.model_config_key,
+        release.version,
+        inputs.quantization,
+        inputs.quant_scheme,
+        inputs.tensor_parallel_size,
+        inputs.data_parallel_size,
+        inputs.enable_expert_parallel,
+        all2all,
+        target.kind,
+        inputs.install,
+    )
+    if inputs.model_config_key is None:
+        ready = _prepare(release, inputs, target, all2all)
+    else:
+        ready = _READY.get(front, lambda: _prepare(release, inputs, target, all2all))
+    if not isinstance(ready, _Ready):
+        return ready
+    found, variants, why, layer = ready.found, ready.variants, ready.why, ready.layer
+    key = (
+        release.version,
+        tuple(variants),
+        ready.layer_key,
+        target,
+        inputs.install,
+        tuple(sorted(inputs.env.items())),
+    )
+    data, problem = _ANSWERS.get(key, lambda: _select(found, variants, why, layer, inputs, target))
+    if problem is not None:
+        problems.append(problem)
+    return data
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ready:
+    """What the walk starts from for one model, format and layout."""
+
+    found: MoeModel
+    variants: list[str]
+    why: str
+    layer: dict[str, Any]
+    layer_key: tuple[Any, ...]
+
+
+def _prepare(
+    release: Release, inputs: Inputs, target: Target, all2all: str
+) -> _Ready | dict[str, Any] | None:
+    """The model's MoE layer and checkpoint format(s), or the ``depends`` selection (or
+    ``None``: no fused-MoE layer) when there is nothing to walk."""
     from kernelcfg.vllm import moe, moe_checkpoint
 
-    model = moe_checkpoint.moe_model_features(inputs.hf_config)
+    model = moe_checkpoint.moe_model_features(inputs.hf_config or {})
     if model is None:
         return None
     found = moe.model(release.version)
@@ -58,18 +107,12 @@ def moe_selection(
     if not variants:
         return _depends(inputs, why)
     layer = moe.layer_features(model, layout)
-    key = (
-        release.version,
-        tuple(variants),
-        tuple(sorted(layer.items())),
-        target,
-        inputs.install,
-        tuple(sorted(inputs.env.items())),
-    )
-    data, problem = _ANSWERS.get(key, lambda: _select(found, variants, why, layer, inputs, target))
-    if problem is not None:
-        problems.append(problem)
-    return data
+    return _Ready(found, variants, why, layer, tuple(sorted(layer.items())))
+
+
+_READY: Answers[tuple[Any, ...], _Ready | dict[str, Any] | None] = Answers(256)
+"""The walks' starting points already worked out in this process, by the config.json
+file read and the flags that shape the layer."""
 
 
 def _unusable(
@@ -159,16 +202,16 @@ def _walk(
 
 def _prober(
     found: MoeModel, variant: str, layer: Mapping[str, Any], target: Target, inputs: Inputs
-) -> Callable[[str, str], Trial]:
-    """Whether a backend would take the layer under an install, asked for by name."""
+) -> Callable[[list[str], str], dict[str, Trial]]:
+    """Whether backends would take the layer under an install, asked for by name."""
     from kernelcfg.vllm import kernel_words
 
-    def probe(backend: str, install: str) -> Trial:
+    def probe(backends: list[str], install: str) -> dict[str, Trial]:
         where = kernel_words.where(
             found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
         )
         where = dataclasses.replace(where, device_name=target.device)
-        return found.probe(variant, layer, where, backend)
+        return found.probe(variant, layer, where, backends)
 
     return probe
 
@@ -181,7 +224,7 @@ def _outcome(pick: Pick) -> str:
 
 
 def _candidates(
-    pick: Pick, probe: Callable[[str, str], Trial], install: str
+    pick: Pick, probe: Callable[[list[str], str], dict[str, Trial]], install: str
 ) -> list[dict[str, Any]]:
     """The trials in vLLM's order, then the candidates it never reached, each with
     whether its classes would take the layer if it were asked for by name (and the
@@ -191,21 +234,22 @@ def _candidates(
         for t in pick.trials
     ]
     tried = {t.backend for t in pick.trials}
-    for backend, classes in pick.candidates:
-        if backend in tried:
-            continue
-        asked = probe(backend, install)
+    later = [(b, classes) for b, classes in pick.candidates if b not in tried]
+    names = [b for b, _ in later]
+    asked = {i: probe(names, i) for i in INSTALLS} if names else {}
+    for backend, classes in later:
+        here = asked[install][backend]
         entry: dict[str, Any] = {
             "backend": backend,
-            "kernel": asked.kernel if asked.verdict == "ok" else "/".join(classes),
+            "kernel": here.kernel if here.verdict == "ok" else "/".join(classes),
             "verdict": "not_tried",
             "reason": None,
-            "if_asked": asked.verdict,
-            "if_asked_reason": asked.reason,
+            "if_asked": here.verdict,
+            "if_asked_reason": here.reason,
         }
-        if asked.verdict != "ok":
+        if here.verdict != "ok":
             entry["if_asked_installs"] = [
-                i for i in INSTALLS if i != install and probe(backend, i).verdict == "ok"
+                i for i in INSTALLS if i != install and asked[i][backend].verdict == "ok"
             ]
         out.append(entry)
     return out

@@ -35,7 +35,7 @@ def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> 
                 return
             _note_not_local(inputs, candidate, given=source == "--hf-config-path")
             continue
-        _apply(inputs, _load(config_file), config_file, source)
+        _apply(inputs, *_load(config_file), config_file, source)
         return
 
 
@@ -61,7 +61,7 @@ def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
     config_file = str(snapshot / "config.json")
     if bounded.file_problem(config_file) is not None:
         return False
-    _apply(inputs, _load(config_file), config_file, "Hugging Face cache")
+    _apply(inputs, *_load(config_file), config_file, "Hugging Face cache")
     return True
 
 
@@ -80,16 +80,16 @@ def _snapshot(folder: Path) -> Path | None:
     return max(snapshots, key=lambda p: p.stat().st_mtime, default=None)
 
 
-def _load(config_file: str) -> dict[str, Any]:
-    """The parsed file, read once per process while it is unchanged (a batch names the
-    same model line after line: ``make bench`` measured reading it as a fifth of a
-    resolve with a model)."""
+def _load(config_file: str) -> tuple[dict[str, Any], tuple[str, int, int, int] | None]:
+    """The parsed file and its identity, read once per process while it is unchanged (a
+    batch names the same model line after line: ``make bench`` measured reading it as a
+    fifth of a resolve with a model)."""
     try:
         stat = os.stat(config_file)
     except OSError:
-        return _parse(config_file)
+        return _parse(config_file), None
     key = (config_file, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    return _LOADED.get(key, lambda: _parse(config_file))
+    return _LOADED.get(key, lambda: _parse(config_file)), key
 
 
 _LOADED: Answers[tuple[str, int, int, int], dict[str, Any]] = Answers(64)
@@ -147,9 +147,16 @@ def _looks_like_path(text: str) -> bool:
     return text.startswith(("/", "./", "../", "~")) or text.count("/") > 1
 
 
-def _apply(inputs: Inputs, data: dict[str, Any], config_file: str, source: str) -> None:
+def _apply(
+    inputs: Inputs,
+    data: dict[str, Any],
+    key: tuple[str, int, int, int] | None,
+    config_file: str,
+    source: str,
+) -> None:
     inputs.model_source = source
     inputs.model_config_file = config_file
+    inputs.model_config_key = key
     inputs.hf_config = data
     archs = data.get("architectures")
     if isinstance(archs, list) and inputs.architectures is None:

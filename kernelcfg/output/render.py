@@ -145,6 +145,31 @@ def _fragment(key: object, value: Any) -> str:
     return found
 
 
+_SHARED: dict[int, tuple[object, str]] = {}
+"""Encoded selections, by the identity of the (cached, never changed) object: a batch
+line repeats the same walk, and its JSON (kilobytes of candidates) was a third of the
+cost of a line with a model (``make bench``). The entry holds the object, so its id is
+never reused while the entry stands."""
+
+
+def _shared(value: Any) -> str:
+    """The compact JSON of an object the selection caches hand out again and again."""
+    found = _SHARED.get(id(value))
+    if found is not None and found[0] is value:
+        return found[1]
+    text = _ENCODE(value)
+    if len(_SHARED) < 1024:
+        _SHARED[id(value)] = (value, text)
+    return text
+
+
+def _selection_json(selection: dict[str, Any] | None) -> str:
+    if not selection:
+        return "null"
+    parts = (f"{_ENCODE(key)}:{_shared(value)}" for key, value in selection.items())
+    return "{" + ",".join(parts) + "}"
+
+
 def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bool = False) -> str:
     """One compact JSON line of the contract object plus ``extra`` keys (``--batch``).
 
@@ -191,7 +216,7 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         ',"attention_hash":',
         _ENCODE(attention["attention_hash"]),
         ',"selection":',
-        _ENCODE(attention["selection"]),
+        _selection_json(attention["selection"]),
     ]
     for key, value in extra.items():
         parts += [",", _ENCODE(key), ":", _ENCODE(value)]

@@ -99,6 +99,9 @@ class Inputs:
     ``Hugging Face cache``; ``None`` when it was not found here."""
     model_config_file: str | None = None
     """That config.json's path."""
+    model_config_key: tuple[str, int, int, int] | None = None
+    """That file's identity as read (path, inode, size, mtime): equal keys, equal
+    ``hf_config`` (a batch's caches use it instead of the whole mapping)."""
     other_options: dict[str, str] = field(default_factory=dict)
     """The ``vllm serve`` options given that do not bear on kernels, with their source."""
     notes: list[Problem] = field(default_factory=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,9 +138,11 @@ class MoeModel:
         key = (variant, tuple(sorted(layer.items(), key=lambda kv: kv[0])), where.key)
         return self._picks.get(key, lambda: self._pick(variant, layer, where))
 
-    def probe(self, variant: str, layer: Mapping[str, Any], where: Where, backend: str) -> Trial:
-        """Whether ``backend``'s experts classes take the layer, as when it is asked for by
-        name (``_return_or_raise``: the first class that passes; else the last reason).
+    def probe(
+        self, variant: str, layer: Mapping[str, Any], where: Where, backends: Iterable[str]
+    ) -> dict[str, Trial]:
+        """Whether each backend's experts classes take the layer, as when it is asked for
+        by name (``_return_or_raise``: the first class that passes; else the last reason).
         Only the classes' checks: an oracle may also remap or refuse the value first."""
         spec = self.data["variants"][variant]
         feats = self._features(spec, layer, where)
@@ -150,14 +152,17 @@ class MoeModel:
             feats["activation_format"] = (
                 "batched" if holds(oracle["batched_when"], where, feats) else "standard"
             )
-        run = _Run(name, oracle, feats, feats["activation_key"])
-        reason: str | None = f"{backend} is not a backend of the {name} oracle"
-        for cls in oracle["backend_classes"].get(backend, ()):
-            ok, reason = self._try(run, backend, cls, where)
-            if ok:
-                return run.trials[-1]
-        kernel = run.trials[-1].kernel if run.trials else None
-        return Trial(backend, kernel, "refused", reason)
+        out: dict[str, Trial] = {}
+        for backend in backends:
+            run = _Run(name, oracle, feats, feats["activation_key"])
+            found = Trial(backend, None, "refused", f"{backend} is not a backend of {name}")
+            for cls in oracle["backend_classes"].get(backend, ()):
+                ok, _ = self._try(run, backend, cls, where)
+                found = run.trials[-1]
+                if ok:
+                    break
+            out[backend] = found
+        return out
 
     def key_text(self, name: str | None, where: Where) -> str:
         """``str()`` of a QuantKey as vLLM prints it on ``where`` (fnuz on gfx94x)."""
