@@ -18,7 +18,6 @@ from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
 from kernelcfg.engine.indexer_topk import topk_selection
 from kernelcfg.engine.linear import linear_selection
-from kernelcfg.engine.moe import moe_selection
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import hashing, rules
 from kernelcfg.vllm.context import Compilation, ResolutionContext
@@ -390,6 +389,8 @@ def _selections(
         if kernel is not None:
             result.selection["linear_backend"] = kernel
     if inputs.hf_config is not None:
+        from kernelcfg.engine.moe import moe_selection  # only with a model: cold start
+
         experts = moe_selection(release, inputs, target, config, all2all, result.problems)
         if experts is not None:
             result.selection["moe_backend"] = experts
