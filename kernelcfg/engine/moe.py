@@ -103,7 +103,7 @@ def _prepare(
         inputs.enable_expert_parallel,
         all2all,
     )
-    variants, why = _variants(found, inputs, model, layout, target)
+    variants, why = _variants(found, inputs, layout, target)
     if not variants:
         return _depends(inputs, why)
     layer = moe.layer_features(model, layout)
@@ -144,7 +144,7 @@ line)."""
 
 
 def _variants(
-    found: MoeModel, inputs: Inputs, model: Mapping[str, Any], layout: Layout, target: Target
+    found: MoeModel, inputs: Inputs, layout: Layout, target: Target
 ) -> tuple[list[str], str]:
     """The checkpoint format(s) the layer may have, and how that was read."""
     from kernelcfg.vllm import moe_checkpoint
@@ -155,7 +155,6 @@ def _variants(
         scheme = inputs.quant_scheme
         names = [v for v in found.data["variants"] if v.split("/", 1)[0] == scheme]
         return names, f"--quant-scheme {scheme} (checkpoint format not given)"
-    del model
     shards = layout.tensor_parallel_size * layout.data_parallel_size
     variant, why = moe_checkpoint.variant_of(
         quant,

@@ -332,7 +332,7 @@ class MoeModel:
         run.order = self._priority(spec, where, run.feats, run.moved)
         if not run.order and "empty_priority_error" in spec:
             return self._finish(run, "error", None, None, spec["empty_priority_error"])
-        self._filter(run, where)
+        self._filter(run)
         found = self._stages(run, where)
         if found is None:
             found = self._loop(run, where)
@@ -374,7 +374,7 @@ class MoeModel:
                     moved.append((rule.get("backend", "HUMMING"), str(rule.get("why", ""))))
         return order
 
-    def _filter(self, run: _Run, where: Where) -> None:
+    def _filter(self, run: _Run) -> None:
         """MXFP4's ``_filter_by_activation`` (oracle/mxfp4.py:614), where the oracle has one."""
         spec = run.spec
         if "activation_filter" not in spec:
@@ -389,7 +389,6 @@ class MoeModel:
         why = spec["activation_filter"]["why"]
         run.dropped += [(b, why) for b in run.order if b not in kept]
         run.order = kept
-        del where
 
     def _stages(self, run: _Run, where: Where) -> Pick | None:
         """Forced backends and drops, stage by stage (a forced one first in its stage)."""
