@@ -206,7 +206,8 @@ def test_indexer_topk_auto_walk_is_vllms() -> None:
     from kernelcfg.vllm import topk
 
     assert SELECTOR is not None
-    facts = SELECTOR.data["sparse_indexer_topk"]
+    facts = topk.facts("0.33.0")
+    assert facts is not None
     found = TOPK["sparse_indexer_topk"]
     checked = 0
     for target, shapes in found["index"].items():
@@ -246,3 +247,22 @@ def test_indexer_topk_selection_per_decode_rows(tmp_path: Path) -> None:
         )
         picked = result.selection["sparse_indexer_topk_backend"]
         assert (picked["topk"], picked["by_rows"]) == (2048, bands), device
+
+
+@pytest.mark.parametrize("version", ["0.30", "0.31", "0.32", "0.34"])
+def test_indexer_topk_selection_in_other_releases(tmp_path: Path, version: str) -> None:
+    """The same walk from 0.30.0 (the field's first release; its thresholds unchanged
+    to 0.33.0) to 0.34.0, which also keeps SM11x off the cooperative kernel; 0.29.0 has
+    no such field and no selection."""
+    spec = FEATURES["mla.h576.bf16.kv-fp8.dsa.nh16"]
+    (tmp_path / "config.json").write_text(json.dumps(spec["hf_config"]))
+    flags = ["--vllm-version", version, "--hf-config-path", str(tmp_path)]
+    picked = _resolve([*flags, "--device", "h100"]).selection["sparse_indexer_topk_backend"]
+    assert picked["by_rows"] == {"1-64": "cooperative", "65+": "persistent"}
+    thor = _resolve([*flags, "--device", "jetson-thor"]).selection
+    cooperative = thor["sparse_indexer_topk_backend"]["by_rows"]["1-64"] == "cooperative"
+    assert cooperative == (version != "0.34")
+    old = _resolve(
+        ["--vllm-version", "0.29", "--hf-config-path", str(tmp_path), "--device", "h100"]
+    )
+    assert "sparse_indexer_topk_backend" not in old.selection

@@ -26,15 +26,13 @@ def topk_selection(
     if config.get("sparse_indexer_topk_backend") != "auto" or not isinstance(topk, int):
         return None
     from kernelcfg.vllm import topk as topk_model
-    from kernelcfg.vllm.attention import platform_of, selector
 
-    model = selector(release.version)
-    if model is None or "sparse_indexer_topk" not in model.data:
+    found = topk_model.facts(release.version)
+    if found is None:
         return None
-    where = platform_of(model, target, inputs.install)
-    bands = topk_model.picks_by_rows(
-        model.data["sparse_indexer_topk"], where.kind, where.capability, topk
-    )
+    major, _, minor = (target.capability or "").partition(".")
+    capability = (int(major), int(minor or 0)) if major.isdigit() else None
+    bands = topk_model.picks_by_rows(found, target.kind, capability, topk)
     first, chain = next(iter(bands.values()))
     return {
         "requested": "auto",

@@ -4,15 +4,18 @@
 excludes, a top-k it has kernels for, at most so many rows), then ``persistent``
 (CUDA, the same top-k values), then ``per_row``. No library or environment variable
 changes it; the number of rows does, so the pick is given per decode batch size. The
-thresholds are the release's data (``selector-X.Y.Z.json``, ``sparse_indexer_topk``).
+thresholds are the release's data (``topk-X.Y.Z.json``, from 0.30.0 when the field came).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-__all__ = ["pick", "picks_by_rows"]
+from kernelcfg.vllm import releases
+
+__all__ = ["facts", "pick", "picks_by_rows"]
 
 Chain = list[tuple[str, str, str | None]]
 
@@ -66,3 +69,12 @@ def picks_by_rows(
         f"1-{limit}": pick(facts, kind, cap, 1, topk),
         f"{limit + 1}+": pick(facts, kind, cap, limit + 1, topk),
     }
+
+
+@cache
+def facts(version: str) -> dict[str, Any] | None:
+    """The release's top-k facts; ``None`` before the field existed."""
+    name = f"topk-{version}.json"
+    if not releases.data_path(name).is_file():
+        return None
+    return releases.data_file(name)
