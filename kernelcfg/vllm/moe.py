@@ -375,7 +375,8 @@ class MoeModel:
         return order
 
     def _filter(self, run: _Run) -> None:
-        """MXFP4's ``_filter_by_activation`` (oracle/mxfp4.py:614), where the oracle has one."""
+        """MXFP4's ``_filter_by_activation`` (oracle/mxfp4.py:614), where the oracle has one;
+        ``bf16_fallback: false`` (0.31 and older): no BF16 variants after the matching ones."""
         spec = run.spec
         if "activation_filter" not in spec:
             return
@@ -383,7 +384,9 @@ class MoeModel:
         bf16 = [b for b in run.order if own.get(b) is None]
         if run.key is not None:
             kept = [b for b in run.order if own.get(b) == run.key or b == "EMULATION"]
-            kept += [b for b in bf16 if b not in kept]
+            if spec["activation_filter"].get("bf16_fallback", True):
+                # 0.32+: the BF16-activation variants follow as a fallback
+                kept += [b for b in bf16 if b not in kept]
         else:
             kept = bf16 or list(run.order)
         why = spec["activation_filter"]["why"]
