@@ -22,8 +22,9 @@ def exit_code(result: Any, fail_on: FailOn) -> int:
     """The exit code under the run's policy: 2 and 70 always stand; 1 as ``fail_on``."""
     from kernelcfg.output import render
 
-    code = render.exit_code_of(result, strict=fail_on is FailOn.warning)
-    return 0 if code == 1 and fail_on is FailOn.never else code
+    return render.exit_code_under(
+        result, strict=fail_on is FailOn.warning, never=fail_on is FailOn.never
+    )
 
 
 class Format(StrEnum):

@@ -79,9 +79,7 @@ def _render(items: list[_Item], policy: _Policy) -> list[Rendered]:
         lines = pipeline.batch([raw], policy.common, policy.request, policy.matrix, number)
         for line in lines:
             result = line.result
-            code = render.exit_code_of(result, strict=policy.strict)
-            if code == 1 and policy.never:
-                code = 0
+            code = render.exit_code_under(result, strict=policy.strict, never=policy.never)
             extra: dict[str, Any] = {"id": line.id, "exit_code": code}
             if policy.matrix != ({},):
                 extra["matrix"] = line.cell

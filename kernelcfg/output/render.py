@@ -231,6 +231,13 @@ def exit_code_of(result: Resolution | Failure, *, strict: bool = False) -> int:
     return result.exit_code(strict=strict)
 
 
+def exit_code_under(result: Resolution | Failure, *, strict: bool, never: bool) -> int:
+    """The exit code under a run's policy: 2 and 70 always stand; 1 unless ``never``
+    (``strict``: warnings count as errors)."""
+    code = exit_code_of(result, strict=strict)
+    return 0 if code == 1 and never else code
+
+
 def as_json(data: dict[str, Any], *, indent: int | None = 2) -> str:
     """JSON text of a contract object."""
     return json.dumps(data, indent=indent, allow_nan=False)
