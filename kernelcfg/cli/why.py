@@ -123,19 +123,7 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
         shown = candidate.get("kernel") if key == "moe_backend" else None
         named = f" {shown}" if shown and shown != candidate["backend"] else ""
         lines.append(f"  {place}. {candidate['backend']}{named} — {verdict}{reason}")
-    later = [c for c in picked["candidates"] if c not in tried]
-    if later and any("if_asked" in c for c in later):
-        lines.append("Never reached (asked for by name, would it run here?):")
-        for candidate in later:
-            ran = candidate.get("if_asked") == "ok"
-            said = "yes" if ran else f"no, {candidate.get('if_asked_reason')}"
-            installs = candidate.get("if_asked_installs")
-            if installs:
-                said += f" (yes with --install {' or '.join(installs)})"
-            lines.append(f"  {candidate['backend']} ({candidate['kernel']}): {said}")
-    elif later:
-        names = dict.fromkeys(c["backend"] for c in later)
-        lines.append(f"Never reached: {', '.join(names)}")
+    lines += _unreached([c for c in picked["candidates"] if c not in tried])
     if picked.get("message"):
         lines.append(picked["message"])
     for rows, backend in (picked.get("by_rows") or {}).items():
@@ -146,4 +134,20 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
     if picked.get("value"):
         flag = {"attention": "--attention-backend"}.get(key, f"--{key.replace('_', '-')}")
         lines.append(f"To ask for it by name: {flag} {picked['value']}")
+    return lines
+
+
+def _unreached(later: list[dict[str, Any]]) -> list[str]:
+    """The candidates vLLM never reached; with each one's answer when asked for by name."""
+    if not later:
+        return []
+    if not any("if_asked" in c for c in later):
+        return ["Never reached: " + ", ".join(dict.fromkeys(c["backend"] for c in later))]
+    lines = ["Never reached (asked for by name, would it run here?):"]
+    for candidate in later:
+        said = "yes" if candidate.get("if_asked") == "ok" else f"no, {candidate['if_asked_reason']}"
+        installs = candidate.get("if_asked_installs")
+        if installs:
+            said += f" (yes with --install {' or '.join(installs)})"
+        lines.append(f"  {candidate['backend']} ({candidate['kernel']}): {said}")
     return lines
