@@ -508,7 +508,9 @@ class MoeModel:
         return ok, reason
 
     def _none(self, run: _Run, where: Where) -> Pick:
-        """No class accepted: the oracle raises, or returns its NONE member."""
+        """No class accepted: the oracle raises, or returns its NONE member. The error
+        template may use {candidates}, {unsupported_log}, {class_reasons} and
+        {last_reason} (the last class's reason alone: 0.30's W4A8 oracle)."""
         spec = run.spec["no_candidate"]
         if not holds(spec["raises_when"], where, run.feats):
             return self._finish(run, "no_kernel", "NONE", None, None)
@@ -520,6 +522,7 @@ class MoeModel:
             candidates="[" + ", ".join(repr(b) for b in run.order) + "]",
             unsupported_log="; ".join(f"backend: {t.backend}, reason: {t.reason}" for t in refused),
             class_reasons="; ".join(f"{t.kernel}: {t.reason}" for t in refused),
+            last_reason=refused[-1].reason if refused else None,
         )
         return self._finish(run, "error", None, None, message)
 
