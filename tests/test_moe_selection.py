@@ -211,3 +211,37 @@ def test_a_changed_config_json_is_read_again(tmp_path: Path) -> None:
     assert first.inputs.architectures == ["Qwen3MoeForCausalLM"]
     assert second.inputs.architectures == ["GptOssForCausalLM"]
     assert second.selection["moe_backend"]["variant"] == "mxfp4/gpt_oss"
+
+
+@pytest.mark.parametrize(
+    ("flags", "install", "warned"),
+    [
+        (["-dp", "8", "--all2all-backend", "deepep_low_latency"], "pip", True),
+        (["-dp", "8", "--all2all-backend", "deepep_low_latency"], "image", False),
+        (["-dp", "8", "--enable-expert-parallel", "--all2all-backend", "deepep_v2"], "pip", True),
+        (["-tp", "8", "--all2all-backend", "deepep_low_latency"], "pip", False),  # no DP
+        (["-dp", "8", "--all2all-backend", "allgather_reducescatter"], "pip", False),
+    ],
+)
+def test_an_all2all_backend_needs_its_library(flags: list[str], install: str, warned: bool) -> None:
+    """With data parallel, an MoE model's expert-parallel group builds the all2all
+    manager, which asserts its library at start-up (all2all.py: has_deep_ep)."""
+    config = str(ROOT / "docs" / "examples" / "deepseek-r1")
+    argv = ["--device", "h100", "--hf-config-path", config, "--install", install, *flags]
+    result = pipeline.resolve_args(argv)
+    assert not isinstance(result, pipeline.Failure)
+    found = [p for p in result.problems if p.code == "all2all-library-missing"]
+    assert bool(found) == warned
+    if warned:
+        assert found[0].severity == "warning"
+        assert "with --install image or all it is" in found[0].message
+
+
+def test_a_dense_model_needs_no_all2all_library(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(
+        json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})
+    )
+    argv = ["--device", "h100", "--hf-config-path", str(tmp_path), "-dp", "8"]
+    result = pipeline.resolve_args([*argv, "--all2all-backend", "deepep_low_latency"])
+    assert not isinstance(result, pipeline.Failure)
+    assert not [p for p in result.problems if p.code == "all2all-library-missing"]

@@ -23,7 +23,7 @@ from kernelcfg.vllm.releases import Release
 if TYPE_CHECKING:
     from kernelcfg.vllm.moe import Layout, MoeModel, Pick, Trial
 
-__all__ = ["moe_selection"]
+__all__ = ["all2all_problems", "moe_selection"]
 
 
 def moe_selection(
@@ -319,3 +319,37 @@ def _problem(
         f"loading the model ({first.message or 'no MoE kernel supports the layer'})"
         + (f"; with --install {' or '.join(works)} it picks a kernel" if works else ""),
     )
+
+
+def all2all_problems(
+    release: Release, inputs: Inputs, target: Target, all2all: str
+) -> list[Problem]:
+    """The all2all backend's library, missing from the install: vLLM builds the expert-
+    parallel group's all2all manager for an MoE model whenever data parallel is above 1,
+    and the manager asserts its library at start-up. A warning naming the installs that
+    have it (another install may)."""
+    if inputs.data_parallel_size <= 1 or inputs.hf_config is None:
+        return []
+    from kernelcfg.vllm import moe, moe_checkpoint
+
+    found = moe.model(release.version)
+    needs = (found.data.get("all2all_libraries", {}) if found else {}).get("backends", {})
+    library = needs.get(all2all)
+    if found is None or library is None:
+        return []
+    installs = found.data["installs"].get(target.kind, {})
+    if library in installs.get(inputs.install, ()):
+        return []
+    if moe_checkpoint.moe_model_features(inputs.hf_config) is None:
+        return []  # a dense model builds no expert-parallel group
+    having = [i for i in INSTALLS if library in installs.get(i, ())]
+    return [
+        Problem(
+            "warning",
+            "all2all-library-missing",
+            "all2all_backend",
+            f"--all2all-backend {all2all} with data parallel: vLLM stops at start-up with "
+            f"--install {inputs.install} ({library} is not installed)"
+            + (f"; with --install {' or '.join(having)} it is" if having else ""),
+        )
+    ]

@@ -389,8 +389,9 @@ def _selections(
         if kernel is not None:
             result.selection["linear_backend"] = kernel
     if inputs.hf_config is not None:
-        from kernelcfg.engine.moe import moe_selection  # only with a model: cold start
+        from kernelcfg.engine.moe import all2all_problems, moe_selection  # cold start
 
+        result.problems += all2all_problems(release, inputs, target, all2all)
         experts = moe_selection(release, inputs, target, config, all2all, result.problems)
         if experts is not None:
             result.selection["moe_backend"] = experts
