@@ -4,60 +4,19 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
-
 import pytest
 
-from kernelcfg.vllm import kernel_words, moe
-from kernelcfg.vllm.kernel_words import Where
+from kernelcfg.vllm import moe
 
-from .test_moe_golden import META, layer
+from .moe_release import MoeRelease, reasons
 
 pytestmark = pytest.mark.golden
 
-MODEL = moe.model("0.34.0")
+RELEASE = MoeRelease("0.34.0")
+MODEL = RELEASE.model
+where = RELEASE.where
+pick = RELEASE.pick
 PADDED = "kernel does not support ('padded_standard',) activation format"
-
-
-def where(
-    target: str,
-    install: str,
-    env: Mapping[str, str] | None = None,
-    *,
-    capability: str | None = None,
-    add: Iterable[str] = (),
-    features: Mapping[str, bool] | None = None,
-) -> Where:
-    """A golden target (or a CUDA device of ``capability``) under one install."""
-    assert MODEL is not None
-    spec = META["targets"].get(target, {"kind": "cuda", "device_name": target})
-    found = kernel_words.where(
-        MODEL.data,
-        spec["kind"],
-        capability or spec.get("capability"),
-        spec.get("gfx_arch"),
-        install,
-        dict(env or {}),
-    )
-    return dataclasses.replace(
-        found,
-        libraries=found.libraries | frozenset(add),
-        features={**found.features, **(features or {})},
-        device_name=spec["device_name"],
-    )
-
-
-def pick(variant: str, model: str, layout: str, at: Where, **rest: Any) -> moe.Pick:
-    assert MODEL is not None
-    feats = layer(model, layout)
-    feats.update(rest)
-    return MODEL.pick(variant, feats, at)
-
-
-def reasons(found: moe.Pick) -> dict[tuple[str, str | None], str | None]:
-    return {(t.backend, t.kernel): t.reason for t in found.trials}
 
 
 def test_data_is_034() -> None:
