@@ -1,5 +1,6 @@
 """``--moe-backend auto`` on vLLM 0.30.0: hand-derived expectations from the 0.30.0 source
-(no golden exists for it), for what differs from 0.31.0 and for the common cases. Each case
+(no golden exists for it), for what differs from 0.31.0 and for the common cases
+(those several releases share are in test_moe_common_picks.py). Each case
 names the 0.30.0 lines (under vllm/) that decide it; ``FM`` = model_executor/layers/fused_moe,
 ``CT`` = model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe."""
 
@@ -50,18 +51,6 @@ def test_data_is_030() -> None:
 
 
 # ---------------------------------------------------------------- common cases
-def test_h100_fp8_block_triton_tp_and_flashinfer_cutlass_ep() -> None:
-    # FM/oracle/fp8.py:113-124: on cc 90 block FP8 puts TRITON first without EP and
-    # FLASHINFER_CUTLASS first with ep_size > 1.
-    at = where("h100", "image")
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "TP1", at)
-    assert (found.status, found.backend, found.kernel) == (
-        "selected",
-        "TRITON",
-        "TritonExperts",
-    )
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "DP8+EP/deepep_high_throughput", at)
-    assert (found.backend, found.kernel) == ("FLASHINFER_CUTLASS", "FlashInferExperts")
 
 
 def test_h100_gpt_oss_and_unquantized_triton() -> None:
@@ -80,44 +69,6 @@ def test_h100_gpt_oss_and_unquantized_triton() -> None:
         "FLASHINFER_TRTLLM",
         "FLASHINFER_CUTLASS",
     ]
-
-
-def test_b200_nvfp4_gpt_oss_fp8_block_trtllm() -> None:
-    # FM/oracle/nvfp4.py FLASHINFER_TRTLLM first and experts/trtllm_nvfp4_moe.py:222-231 takes
-    # (kNvfp4Static, kNvfp4Dynamic); FM/oracle/mxfp4.py:345 FLASHINFER_TRTLLM_MXFP4_BF16 first;
-    # FM/oracle/fp8.py:81-96 FLASHINFER_TRTLLM before DEEPGEMM.
-    at = where("b200", "image")
-    found = pick("nvfp4/modelopt", "qwen3_moe", "TP1", at)
-    assert (found.backend, found.kernel) == (
-        "FLASHINFER_TRTLLM",
-        "TrtLlmNvFp4ExpertsMonolithic",
-    )
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", at)
-    assert (found.backend, found.kernel) == (
-        "FLASHINFER_TRTLLM_MXFP4_BF16",
-        "TrtLlmMxfp4ExpertsMonolithic",
-    )
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "TP1", at)
-    assert (found.backend, found.kernel) == (
-        "FLASHINFER_TRTLLM",
-        "TrtLlmFp8ExpertsMonolithic",
-    )
-
-
-def test_mi300x_aiter_fp8_block_and_unquantized() -> None:
-    # FM/oracle/fp8.py AITER forced when VLLM_ROCM_USE_AITER is set and on;
-    # FM/oracle/unquantized.py:299-311 the same for unquantized.
-    at = where("mi300x", "all", AITER)
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "TP1", at)
-    assert (found.backend, found.kernel) == ("AITER", "AiterExperts")
-    found = pick("unquantized/bf16", "qwen3_moe", "TP1", at)
-    assert (found.backend, found.kernel) == ("AITER", "AiterExperts")
-
-
-def test_mi355x_gpt_oss_aiter_mxfp4_bf16() -> None:
-    # FM/oracle/mxfp4.py:347 AITER_MXFP4_BF16 -> [AiterExperts], MXFP4 on gfx950.
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", where("mi355x", "all", AITER))
-    assert (found.backend, found.kernel) == ("AITER_MXFP4_BF16", "AiterExperts")
 
 
 # ---------------------------------------------------------------- what differs from 0.31

@@ -1,5 +1,6 @@
 """``--moe-backend auto`` on vLLM 0.31.0: hand-derived expectations from the 0.31.0 source
-(no golden exists for it), for what differs from 0.32.0 and for the common cases. Each case
+(no golden exists for it), for what differs from 0.32.0 (its common cases, shared with other
+releases, are in test_moe_common_picks.py). Each case
 names the 0.31.0 lines (under vllm/) that decide it; ``FM`` = model_executor/layers/fused_moe."""
 
 from __future__ import annotations
@@ -32,59 +33,6 @@ def test_data_is_031() -> None:
     for oracle in data["oracles"].values():
         assert all(r.get("op") != "prioritize_humming" for r in oracle.get("reorder", ()))
     assert mx["activation_filter"]["bf16_fallback"] is False
-
-
-# ---------------------------------------------------------------- common cases
-def test_h100_fp8_block_triton_tp_and_flashinfer_cutlass_ep() -> None:
-    # FM/oracle/fp8.py:118-127: on cc 90 block FP8 puts TRITON first without EP and
-    # FLASHINFER_CUTLASS first with ep_size > 1.
-    at = where("h100", "image")
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "TP1", at)
-    assert (found.status, found.backend, found.kernel) == ("selected", "TRITON", "TritonExperts")
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "DP8+EP/deepep_high_throughput", at)
-    assert (found.backend, found.kernel) == ("FLASHINFER_CUTLASS", "FlashInferExperts")
-
-
-def test_h100_gpt_oss_and_unquantized_triton() -> None:
-    # FM/oracle/mxfp4.py:342-364: no FlashInfer TRT-LLM/AITER on H100 -> TRITON, and
-    # experts/gpt_oss_triton_kernels_moe.py:36-48 accepts (9,0) <= cc < (11,0);
-    # FM/oracle/unquantized.py:76-80: on Hopper the FlashInfer unquantized kernels go last.
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", where("h100", "pip"))
-    assert (found.backend, found.kernel) == ("TRITON", "OAITritonMxfp4ExpertsMonolithic")
-    found = pick("unquantized/bf16", "qwen3_moe", "TP1", where("h100", "image"))
-    assert (found.backend, found.kernel) == ("TRITON", "TritonExperts")
-
-
-def test_b200_nvfp4_gpt_oss_fp8_block_trtllm() -> None:
-    # FM/oracle/nvfp4.py:194-203 FLASHINFER_TRTLLM first; FM/oracle/mxfp4.py:345
-    # FLASHINFER_TRTLLM_MXFP4_BF16 first; FM/oracle/fp8.py:84-100 FLASHINFER_TRTLLM before
-    # DEEPGEMM (B200 has no cc-90 reorder).
-    at = where("b200", "image")
-    found = pick("nvfp4/modelopt", "qwen3_moe", "TP1", at)
-    assert (found.backend, found.kernel) == ("FLASHINFER_TRTLLM", "TrtLlmNvFp4ExpertsMonolithic")
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", at)
-    assert (found.backend, found.kernel) == (
-        "FLASHINFER_TRTLLM_MXFP4_BF16",
-        "TrtLlmMxfp4ExpertsMonolithic",
-    )
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "TP1", at)
-    assert (found.backend, found.kernel) == ("FLASHINFER_TRTLLM", "TrtLlmFp8ExpertsMonolithic")
-
-
-def test_mi300x_aiter_fp8_block_and_unquantized() -> None:
-    # FM/oracle/fp8.py AITER -> [AiterExperts] (experts/rocm_aiter_moe.py AiterExperts accepts
-    # block FP8 and (None, None)); VLLM_ROCM_USE_AITER set -> AITER forced.
-    at = where("mi300x", "all", AITER)
-    found = pick("fp8_block/fp8_config", "deepseek_v3", "TP1", at)
-    assert (found.backend, found.kernel) == ("AITER", "AiterExperts")
-    found = pick("unquantized/bf16", "qwen3_moe", "TP1", at)
-    assert (found.backend, found.kernel) == ("AITER", "AiterExperts")
-
-
-def test_mi355x_gpt_oss_aiter_mxfp4_bf16() -> None:
-    # FM/oracle/mxfp4.py:347 AITER_MXFP4_BF16 -> [AiterExperts], MXFP4 on gfx950.
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", where("mi355x", "all", AITER))
-    assert (found.backend, found.kernel) == ("AITER_MXFP4_BF16", "AiterExperts")
 
 
 # ---------------------------------------------------------------- what differs from 0.32

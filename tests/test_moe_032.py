@@ -1,5 +1,6 @@
 """``--moe-backend auto`` on vLLM 0.32.0: hand-derived expectations from the 0.32.0 source
-(no golden exists for it), for what differs from 0.33.0 and for the common cases. Each case
+(no golden exists for it), for what differs from 0.33.0 and for the common cases
+(those several releases share are in test_moe_common_picks.py). Each case
 names the 0.32.0 lines (under vllm/) that decide it; ``FM`` = model_executor/layers/fused_moe."""
 
 from __future__ import annotations
@@ -49,15 +50,6 @@ def test_h100_fp8_block_ep_flashinfer_cutlass() -> None:
     assert (found.backend, found.kernel) == ("FLASHINFER_CUTLASS", "FlashInferExperts")
 
 
-def test_h100_gpt_oss_triton_and_unquantized_triton() -> None:
-    # oracle/mxfp4.py:389 priority: no FlashInfer/AITER on a pip H100 -> TRITON (OAI monolithic);
-    # oracle/unquantized.py:76-80 on Hopper the FlashInfer unquantized kernels go last.
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", where("h100", "pip"))
-    assert (found.backend, found.kernel) == ("TRITON", "OAITritonMxfp4ExpertsMonolithic")
-    found = pick("unquantized/bf16", "qwen3_moe", "TP1", where("h100", "image"))
-    assert (found.backend, found.kernel) == ("TRITON", "TritonExperts")
-
-
 def test_b200_nvfp4_and_gpt_oss_trtllm() -> None:
     # oracle/nvfp4.py priority FLASHINFER_TRTLLM first (TrtLlmNvFp4ExpertsMonolithic,
     # experts/trtllm_nvfp4_moe.py:461); oracle/mxfp4.py:389 FLASHINFER_TRTLLM_MXFP4_BF16 first.
@@ -83,13 +75,6 @@ def test_mi300x_unquantized_aiter_experts() -> None:
     # oracle/unquantized.py:127-132 AITER -> [AiterExperts]; (None, None) in SUPPORTED_W_A.
     found = pick("unquantized/bf16", "qwen3_moe", "TP1", where("mi300x", "all", AITER))
     assert (found.backend, found.kernel) == ("AITER", "AiterExperts")
-
-
-def test_mi355x_gpt_oss_aiter_mxfp4_bf16() -> None:
-    # oracle/mxfp4.py:285-290 AITER_MXFP4_BF16 -> [AiterExperts]; rocm_aiter_moe.py:505-509
-    # MXFP4 only on gfx950 (not gfx1250).
-    found = pick("mxfp4/gpt_oss", "gpt_oss", "TP1", where("mi355x", "all", AITER))
-    assert (found.backend, found.kernel) == ("AITER_MXFP4_BF16", "AiterExperts")
 
 
 def test_forced_aiter_reports_the_one_class() -> None:
