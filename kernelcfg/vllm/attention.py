@@ -838,10 +838,8 @@ def _hf_attrs(data: Mapping[str, Any]) -> tuple[str, ...]:
 @cache
 def selector(version: str) -> Selector | None:
     """The release's selector model; ``None`` when kernelcfg has none for it."""
-    name = f"selector-{version}.json"
-    if not releases.data_path(name).exists():
-        return None
-    return Selector(version, releases.data_file(name))
+    data = releases.release_data("selector", version)
+    return None if data is None else Selector(version, data)
 
 
 _DTYPES = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16", "float": "float32"}

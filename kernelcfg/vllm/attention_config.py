@@ -73,10 +73,9 @@ def _default(spec: Mapping[str, Any]) -> Any:
 @cache
 def facts(version: str) -> AttentionFacts | None:
     """The release's attention facts; ``None`` when kernelcfg has none for it."""
-    name = f"attention-{version}.json"
-    if not releases.data_path(name).exists():
+    data = releases.release_data("attention", version)
+    if data is None:
         return None
-    data = releases.data_file(name)
     return AttentionFacts(
         version=version,
         backends=dict(data["backends"]),

@@ -188,7 +188,5 @@ def _fill(template: str, layer: Mapping[str, Any], cc: int | None) -> str:
 @cache
 def model(version: str) -> LinearModel | None:
     """The release's linear selection; ``None`` when kernelcfg has none for it."""
-    name = f"linear-{version}.json"
-    if not releases.data_path(name).exists():
-        return None
-    return LinearModel(version, releases.data_file(name))
+    data = releases.release_data("linear", version)
+    return None if data is None else LinearModel(version, data)

@@ -673,10 +673,8 @@ def releases_with_data() -> tuple[str, ...]:
 @functools.cache
 def model(version: str) -> MoeModel | None:
     """The MoE selection of one release, or ``None`` without data for it."""
-    name = f"moe-{version}.json"
-    if not releases.data_path(name).is_file():
-        return None
-    return MoeModel(releases.data_file(name))
+    data = releases.release_data("moe", version)
+    return None if data is None else MoeModel(data)
 
 
 # ---------------------------------------------------------------------- layer features

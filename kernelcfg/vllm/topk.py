@@ -74,7 +74,4 @@ def picks_by_rows(
 @cache
 def facts(version: str) -> dict[str, Any] | None:
     """The release's top-k facts; ``None`` before the field existed."""
-    name = f"topk-{version}.json"
-    if not releases.data_path(name).is_file():
-        return None
-    return releases.data_file(name)
+    return releases.release_data("topk", version)

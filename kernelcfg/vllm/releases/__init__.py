@@ -30,6 +30,7 @@ __all__ = [
     "load",
     "newest",
     "parse_version",
+    "release_data",
     "version_key",
     "versions_where",
 ]
@@ -291,6 +292,13 @@ def data_file(name: str) -> dict[str, Any]:
     with data_path(name).open(encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
+
+
+def release_data(kind: str, version: str) -> dict[str, Any] | None:
+    """A release's ``<kind>-<version>.json`` (``moe``, ``linear``, ``topk`` …), read once per
+    process; ``None`` when kernelcfg has no such file for that release."""
+    name = f"{kind}-{version}.json"
+    return data_file(name) if data_path(name).is_file() else None
 
 
 def catalogue() -> dict[str, Any]:
