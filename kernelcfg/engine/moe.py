@@ -21,6 +21,7 @@ from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
+    from kernelcfg.vllm.kernel_words import Where
     from kernelcfg.vllm.moe import Layout, MoeModel, Pick, Trial
 
 __all__ = ["all2all_problems", "moe_selection"]
@@ -182,37 +183,20 @@ def _depends(inputs: Inputs, message: str) -> dict[str, Any]:
     }
 
 
-def _walk(
-    found: MoeModel,
-    variant: str,
-    layer: Mapping[str, Any],
-    target: Target,
-    install: str,
-    inputs: Inputs,
-) -> Pick:
-    """vLLM's pick for one checkpoint format under one install."""
+def _wheres(found: MoeModel, target: Target, inputs: Inputs) -> dict[str, Where]:
+    """The target under each install, as the MoE data describes it (with the device
+    name vLLM prints in its reasons)."""
     from kernelcfg.vllm import kernel_words
 
-    where = kernel_words.where(
-        found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
-    )
-    return found.pick(variant, layer, dataclasses.replace(where, device_name=target.device))
-
-
-def _prober(
-    found: MoeModel, variant: str, layer: Mapping[str, Any], target: Target, inputs: Inputs
-) -> Callable[[list[str], str], dict[str, Trial]]:
-    """Whether backends would take the layer under an install, asked for by name."""
-    from kernelcfg.vllm import kernel_words
-
-    def probe(backends: list[str], install: str) -> dict[str, Trial]:
-        where = kernel_words.where(
-            found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
+    return {
+        install: dataclasses.replace(
+            kernel_words.where(
+                found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
+            ),
+            device_name=target.device,
         )
-        where = dataclasses.replace(where, device_name=target.device)
-        return found.probe(variant, layer, where, backends)
-
-    return probe
+        for install in INSTALLS
+    }
 
 
 def _outcome(pick: Pick) -> str:
@@ -223,7 +207,10 @@ def _outcome(pick: Pick) -> str:
 
 
 def _candidates(
-    pick: Pick, probe: Callable[[list[str], str], dict[str, Trial]], install: str
+    pick: Pick,
+    probe: Callable[[list[str], Where], dict[str, Trial]],
+    wheres: dict[str, Where],
+    install: str,
 ) -> list[dict[str, Any]]:
     """The trials in vLLM's order, then the candidates it never reached, each with
     whether its classes would take the layer if it were asked for by name (and the
@@ -235,7 +222,7 @@ def _candidates(
     tried = {t.backend for t in pick.trials}
     later = [(b, classes) for b, classes in pick.candidates if b not in tried]
     names = [b for b, _ in later]
-    asked = {i: probe(names, i) for i in INSTALLS} if names else {}
+    asked = {i: probe(names, where) for i, where in wheres.items()} if names else {}
     for backend, classes in later:
         here = asked[install][backend]
         entry: dict[str, Any] = {
@@ -263,9 +250,10 @@ def _select(
     target: Target,
 ) -> tuple[dict[str, Any], Problem | None]:
     """Walk every format under every install; the data and the problem, if any."""
+    wheres = _wheres(found, target, inputs)
     picks = {
-        install: {v: _walk(found, v, layer, target, install, inputs) for v in variants}
-        for install in INSTALLS
+        install: {v: found.pick(v, layer, where) for v in variants}
+        for install, where in wheres.items()
     }
     chosen = picks[inputs.install]
     first = chosen[variants[0]]
@@ -277,7 +265,12 @@ def _select(
         "kernel": first.kernel if agree else None,
         "value": first.values[0] if first.values and agree else None,
         "candidates": (
-            _candidates(first, _prober(found, variants[0], layer, target, inputs), inputs.install)
+            _candidates(
+                first,
+                lambda backends, where: found.probe(variants[0], layer, where, backends),
+                wheres,
+                inputs.install,
+            )
             if len(variants) == 1
             else []
         ),
