@@ -91,3 +91,42 @@ def test_two_processes_with_different_hash_seeds_agree() -> None:
         outputs.append(json.loads(proc.stdout))
     assert outputs[0] == outputs[1]
     assert len(outputs[0][0]) == 64
+
+
+def _sha256_of_json(factors: Any) -> str:
+    """vLLM's digest, written out with ``json`` itself (not kernelcfg's encoder)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()
+
+
+def _variants(release: Any) -> list[dict[str, Any]]:
+    """Kernel configs that each change one field from the defaults (every choice of
+    every field), plus IR-op lists of several shapes."""
+    api = for_version(release.version)
+    base = api.KernelConfig().values()
+    out = [base]
+    for facts in release.kernel_fields:
+        if facts.kind == "choice":
+            out += [{**base, facts.name: c} for c in release.choices(facts.name)]
+        elif facts.kind == "bool":
+            out += [{**base, facts.name: v} for v in (True, False, None)]
+        elif facts.kind == "choice_map":
+            out += [{**base, facts.name: v} for v in (None, {}, {"fp8": "triton", "a": "marlin"})]
+    for op in release.ir_ops:
+        known = list(release.providers(op))
+        for lst in (known[:1], known[:2], known[:1] * 2, known[::-1], []):
+            ir = {**base.get("ir_op_priority", {}), op: lst}
+            if "ir_op_priority" in base:
+                out.append({**base, "ir_op_priority": ir})
+    return out
+
+
+@pytest.mark.parametrize("version", golden_versions())
+def test_kernel_hash_is_the_digest_of_its_factors(version: str) -> None:
+    """The digest composed from pre-encoded parts equals sha256 of json.dumps of the factors."""
+    release = for_version(version).release
+    for values in _variants(release):
+        factors, digest = hashing.kernel_hash(release, values)
+        assert factors == hashing.kernel_factors(release, values)
+        assert digest == _sha256_of_json(factors) == hashing.digest(factors), values

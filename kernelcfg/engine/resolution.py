@@ -444,11 +444,10 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
 
     result.kernel_config = config
     try:
-        result.hash_factors = hashing.kernel_factors(release, config)
+        result.hash_factors, result.hash = hashing.kernel_hash(release, config)
     except KernelcfgError as exc:
         result.problems.append(Problem.from_error(exc))
         return result
-    result.hash = hashing.digest(result.hash_factors)
     if "ir_op_priority" in config:
         ops = registry(release, target)
         result.ir_dispatch = {

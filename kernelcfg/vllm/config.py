@@ -114,7 +114,7 @@ class KernelConfigBase:
     def compute_hash(self) -> str:
         """The compile-cache hash vLLM computes for this kernel config: its
         ``compute_hash()`` up to 0.33.0, ``hash_config(config)`` from 0.34.0."""
-        return hashing.digest(self.hash_factors())
+        return hashing.kernel_hash(self.release, self.values())[1]
 
     def set_platform_defaults(self, ctx: ResolutionContext) -> None:
         """Apply the platform's defaults as vLLM's start-up does (idempotent).

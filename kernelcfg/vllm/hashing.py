@@ -1,21 +1,23 @@
 """vLLM's compile-cache hash, reproduced: canonical values, factors, digest.
 
-Every function here is pure (the IR sub-hash is cached, nothing else is kept). How a
-release hashes is data: its file names a scheme of :data:`SCHEMES`, one small function
-each. The two steps are kept apart so that the factors can be
-shown to a person (``hash_factors``) and digested exactly as vLLM does (``digest``):
-``sha256(json.dumps(factors, sort_keys=True))`` with ``json``'s default separators.
+Every function here is pure; the IR-op factor of one set of lists is cached (few
+distinct lists occur), nothing else is kept. How a release hashes is data: its file
+names a scheme of :data:`SCHEMES`, one small function each. The two steps are kept apart
+so that the factors can be shown to a person (``hash_factors``) and digested exactly as
+vLLM does (``digest``): ``sha256(json.dumps(factors, sort_keys=True))`` with ``json``'s
+default separators.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence, Set
-from functools import cache
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from kernelcfg.base.errors import UnknownProviderError
+from kernelcfg.base.json_text import canonical
 
 if TYPE_CHECKING:
     from kernelcfg.vllm.releases import Release
@@ -28,6 +30,7 @@ __all__ = [
     "ir_factors",
     "ir_hash",
     "kernel_factors",
+    "kernel_hash",
     "normalize_value",
 ]
 
@@ -40,7 +43,9 @@ def normalize_value(value: Any) -> Any:
     sequence keeps its order and duplicates. Lists come back as lists (JSON arrays),
     which is what vLLM's tuples turn into once dumped.
     """
-    if value is None or isinstance(value, bool | int | float | str):
+    if value is None or type(value) in _PRIMITIVES:
+        return value
+    if isinstance(value, bool | int | float | str):  # a subclass
         return value
     if isinstance(value, Mapping):
         return sorted([str(k), normalize_value(v)] for k, v in value.items())
@@ -53,6 +58,9 @@ def normalize_value(value: Any) -> Any:
     raise TypeError(f"normalize_value: unsupported type {type(value).__name__!r}")
 
 
+_PRIMITIVES = frozenset({bool, int, float, str})
+
+
 def _frozen(value: Any) -> Any:
     """Lists as tuples, so that ``repr`` matches vLLM's tuple-based canonical form."""
     if isinstance(value, list):
@@ -62,7 +70,17 @@ def _frozen(value: Any) -> Any:
 
 def digest(factors: Mapping[str, Any]) -> str:
     """SHA-256 hex digest of ``factors`` as vLLM's ``hash_factors`` computes it."""
-    return hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(canonical(factors).encode()).hexdigest()
+
+
+def _digest_with(factors: Mapping[str, Any], encoded: Mapping[str, str]) -> str:
+    """:func:`digest`, where the values of ``encoded``'s keys are given as their canonical
+    JSON already (the same text ``json.dumps(factors, sort_keys=True)`` writes)."""
+    text = ", ".join(
+        f"{canonical(key)}: " + (encoded[key] if key in encoded else canonical(factors[key]))
+        for key in sorted(factors)
+    )
+    return hashlib.sha256(("{" + text + "}").encode()).hexdigest()
 
 
 def ir_factors(release: Release, lists: Mapping[str, Sequence[str] | None]) -> dict[str, Any]:
@@ -88,17 +106,40 @@ def ir_factors(release: Release, lists: Mapping[str, Sequence[str] | None]) -> d
     return factors
 
 
-@cache
+@dataclass(frozen=True)
+class _IrFactor:
+    """The IR-op factor of one set of lists, and its canonical JSON."""
+
+    factors: dict[str, Any]
+    """What :func:`ir_factors` gives (shared: never changed)."""
+    text: str
+    """``json.dumps(factors, sort_keys=True)``."""
+
+
+@lru_cache(maxsize=256)
+def _ir_factor(release: Release, lists: tuple[tuple[str, ...] | None, ...]) -> _IrFactor:
+    """The nested IR-op factor of ``lists`` (one per op, in op order), made and encoded
+    once: few distinct lists occur, and making and encoding the provider uuids again was
+    about a tenth of a batch line's cost (``make bench``)."""
+    factors = ir_factors(release, dict(zip(release.ir_ops, lists, strict=True)))
+    return _IrFactor(factors, canonical(factors))
+
+
+def _ir_key(
+    release: Release, lists: Mapping[str, Sequence[str] | None]
+) -> tuple[tuple[str, ...] | None, ...]:
+    return tuple(None if lists.get(op) is None else tuple(lists[op]) for op in release.ir_ops)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=256)
 def _ir_hash(release: Release, lists: tuple[tuple[str, ...] | None, ...]) -> str:
-    """The IR-op sub-hash of ``lists`` (one per op, in op order); few distinct lists
-    occur in practice, so they are cached."""
-    return digest(ir_factors(release, dict(zip(release.ir_ops, lists, strict=True))))
+    """The IR-op sub-hash of ``lists`` (one per op, in op order)."""
+    return hashlib.sha256(_ir_factor(release, lists).text.encode()).hexdigest()
 
 
 def ir_hash(release: Release, lists: Mapping[str, Sequence[str] | None]) -> str:
     """``IrOpPriorityConfig.compute_hash()``: the digest of :func:`ir_factors`."""
-    key = tuple(None if lists.get(op) is None else tuple(lists[op]) for op in release.ir_ops)  # type: ignore[arg-type]
-    return _ir_hash(release, key)
+    return _ir_hash(release, _ir_key(release, lists))
 
 
 def ignored_factors(release: Release, values: Mapping[str, Any]) -> set[str]:
@@ -108,37 +149,43 @@ def ignored_factors(release: Release, values: Mapping[str, Any]) -> set[str]:
     return ignored
 
 
-def _factors(
-    release: Release,
-    values: Mapping[str, Any],
-    ir_factor: Callable[[Release, Mapping[str, Sequence[str] | None]], Any],
-) -> dict[str, Any]:
-    """The fields' canonical values, less those the hash ignores, with the IR-op
-    priority (while the release has it) as ``ir_factor`` makes it."""
+_Factors = tuple[dict[str, Any], dict[str, str]]
+"""A scheme's factors, and the canonical JSON of those values it has already encoded."""
+
+
+def _fields(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields' canonical values, less those the hash ignores and the IR-op priority."""
     ignored = ignored_factors(release, values)
-    factors = {
+    ir = release.ir_field
+    return {
         f.name: normalize_value(values[f.name])
         for f in release.kernel_fields
-        if f.name not in ignored and f.name != release.ir_field
+        if f.name not in ignored and f.name != ir
     }
-    if release.ir_field is not None:
-        factors[release.ir_field] = ir_factor(release, values[release.ir_field])
-    return factors
 
 
-def _compute_hash_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+def _compute_hash_factors(release: Release, values: Mapping[str, Any]) -> _Factors:
     """vLLM 0.29.0-0.33.0, ``KernelConfig.compute_hash()``: the fields, with the
     IR-op priority as the hex digest of its own factors (a sub-hash)."""
-    return _factors(release, values, ir_hash)
+    factors = _fields(release, values)
+    if release.ir_field is not None:
+        factors[release.ir_field] = ir_hash(release, values[release.ir_field])
+    return factors, {}
 
 
-def _hash_config_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
+def _hash_config_factors(release: Release, values: Mapping[str, Any]) -> _Factors:
     """vLLM 0.34.0 on, ``hash_config(cfg)`` over ``cfg.compile_factors()``: the fields,
     with the IR-op priority (while the release has it) as its nested factor dict."""
-    return _factors(release, values, ir_factors)
+    factors = _fields(release, values)
+    ir = release.ir_field
+    if ir is None:
+        return factors, {}
+    found = _ir_factor(release, _ir_key(release, values[ir]))
+    factors[ir] = found.factors
+    return factors, {ir: found.text}
 
 
-SCHEMES: dict[str, Callable[[Release, Mapping[str, Any]], dict[str, Any]]] = {
+SCHEMES: dict[str, Callable[[Release, Mapping[str, Any]], _Factors]] = {
     "compute_hash": _compute_hash_factors,
     "hash_config": _hash_config_factors,
 }
@@ -157,4 +204,11 @@ SCHEME_WORDS = {
 
 def kernel_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
     """Exactly what the release digests for a kernel config (its hash scheme's factors)."""
-    return SCHEMES[release.hash_scheme](release, values)
+    return SCHEMES[release.hash_scheme](release, values)[0]
+
+
+def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """:func:`kernel_factors` and their :func:`digest`, made together (the parts the
+    scheme has already encoded are not encoded again)."""
+    factors, encoded = SCHEMES[release.hash_scheme](release, values)
+    return factors, _digest_with(factors, encoded)
