@@ -288,14 +288,17 @@ class _Out:
 
     def __init__(self, every: int) -> None:
         self.pending: list[str] = []
+        self.lines = 0
         self.every = every
         self.closed = False
         self.writing = False
         self.interrupted = False
 
-    def add(self, line: str) -> None:
-        self.pending.append(line)
-        if len(self.pending) >= self.every:
+    def add(self, text: str, lines: int = 1) -> None:
+        """``lines`` whole lines, each ending in a newline."""
+        self.pending.append(text)
+        self.lines += lines
+        if self.lines >= self.every:
             self.flush()
 
     def on_sigint(self, signum: int, frame: object) -> None:
@@ -307,16 +310,18 @@ class _Out:
     def flush(self) -> None:
         if self.closed or not self.pending:
             self.pending.clear()
+            self.lines = 0
             return
         self.writing = True
         try:
-            _write_whole("\n".join(self.pending) + "\n")
+            _write_whole("".join(self.pending))
         except BrokenPipeError:
             self.closed = True
             silence_stdout()
         finally:
             self.writing = False
             self.pending.clear()
+            self.lines = 0
         if self.interrupted:
             raise KeyboardInterrupt
 
@@ -456,9 +461,9 @@ class _Batch:
         """A CI report or the summary table: written at the end, not line by line."""
         return self.fmt in REPORT_FORMATS or self.fmt is Format.table
 
-    def _count(self, code: int) -> None:
+    def _count(self, code: int, lines: int = 1) -> None:
         self.worst = max(self.worst, code)
-        self.counts[code] = self.counts.get(code, 0) + 1
+        self.counts[code] = self.counts.get(code, 0) + lines
 
     def take(self, line: Any) -> None:
         """One resolved line of a summary or report."""
@@ -474,15 +479,16 @@ class _Batch:
         if not self.quiet:
             self._collect(line, result, code)
 
-    def take_rendered(self, line: Any) -> None:
-        """One JSON line, made here or by a worker."""
-        self._count(line.code)
-        if line.traceback:
-            sys.stderr.write(line.traceback)
-        if not self.noted and line.fallback_target:
-            self.noted = note_fallback(_Fallback(line.fallback_note))
-        if not (self.quiet or self.out.closed):
-            self.out.add(line.text)
+    def take_rendered(self, chunk: Any) -> None:
+        """A chunk of JSON lines, made here or by a worker."""
+        for code, count in chunk.codes.items():
+            self._count(code, count)
+        for trace in chunk.tracebacks:
+            sys.stderr.write(trace)
+        if not self.noted and chunk.fallback_note is not None:
+            self.noted = note_fallback(_Fallback(chunk.fallback_note or None))
+        if chunk.lines and not (self.quiet or self.out.closed):
+            self.out.add(chunk.text, chunk.lines)
 
     def _collect(self, line: Any, result: Any, code: int) -> None:
         from kernelcfg.output import render

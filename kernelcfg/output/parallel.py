@@ -32,18 +32,20 @@ CHUNK = 256
 
 @dataclass(frozen=True)
 class Rendered:
-    """One output line of a batch, made by a worker."""
+    """The JSON lines of consecutive batch lines, made by a worker: one object (and
+    one string) per chunk, so that handing them back costs the parent little."""
 
     text: str
-    """The JSON line."""
-    code: int
-    """Its exit code under the run's policy."""
-    traceback: str | None
-    """A kernelcfg bug's traceback, for stderr."""
-    fallback_target: bool
-    """Whether it was resolved for the CPU fallback (no target given or found)."""
+    """The lines, each ending in a newline."""
+    lines: int
+    """How many lines ``text`` holds."""
+    codes: dict[int, int]
+    """How many lines had each exit code under the run's policy."""
+    tracebacks: tuple[str, ...] = ()
+    """kernelcfg bugs' tracebacks, for stderr."""
     fallback_note: str | None = None
-    """The fallback target's note."""
+    """The note of the first line resolved for the CPU fallback (no target given or
+    found); ``None`` when none was."""
 
 
 def available_jobs() -> int:
@@ -66,12 +68,15 @@ class _Policy:
 _Item = tuple[int, str | tuple[str, str | None]]
 
 
-def _render(items: list[_Item], policy: _Policy) -> list[Rendered]:
+def _render(items: list[_Item], policy: _Policy) -> Rendered:
     """A worker's task: resolve and render a chunk of numbered lines."""
     from kernelcfg.commands import pipeline
     from kernelcfg.output import render
 
-    out: list[Rendered] = []
+    texts: list[str] = []
+    codes: dict[int, int] = {}
+    tracebacks: list[str] = []
+    fallback: str | None = None
     for number, item in items:
         raw: str | KernelcfgError = (
             item if isinstance(item, str) else ArgumentError(item[0], field=item[1])
@@ -80,20 +85,19 @@ def _render(items: list[_Item], policy: _Policy) -> list[Rendered]:
         for line in lines:
             result = line.result
             code = render.exit_code_under(result, strict=policy.strict, never=policy.never)
+            codes[code] = codes.get(code, 0) + 1
             extra: dict[str, Any] = {"id": line.id, "exit_code": code}
             if policy.matrix != ({},):
                 extra["matrix"] = line.cell
+            texts.append(render.json_line(result, extra, strict=policy.strict))
+            trace = getattr(result, "traceback", None)
+            if trace:
+                tracebacks.append(trace)
             target = getattr(result, "target", None)
-            out.append(
-                Rendered(
-                    render.json_line(result, extra, strict=policy.strict),
-                    code,
-                    getattr(result, "traceback", None),
-                    target is not None and target.source == "fallback",
-                    getattr(target, "note", None),
-                )
-            )
-    return out
+            if fallback is None and target is not None and target.source == "fallback":
+                fallback = target.note or ""
+    text = "\n".join(texts) + "\n" if texts else ""
+    return Rendered(text, len(texts), codes, tuple(tracebacks), fallback)
 
 
 def _ignore_sigint() -> None:
@@ -122,30 +126,31 @@ def json_lines(
     strict: bool,
     never: bool,
 ) -> Iterator[Rendered]:
-    """Every batch line rendered, in input order, by ``jobs`` worker processes."""
+    """Every batch line rendered, in input order, by ``jobs`` worker processes (a
+    :class:`Rendered` per chunk of lines)."""
     from kernelcfg.commands.pipeline import Request
 
     cells = tuple(dict(c) for c in matrix) or ({},)
     policy = _Policy(Request(), tuple(common), cells, strict, never)
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for chunk in _chunks(lines, 1):  # each line as soon as it is read (a pipe)
-            yield from _render(chunk, policy)
+            yield _render(chunk, policy)
         return
     chunks = _chunks(lines, CHUNK)
     first = next(chunks, [])
     if len(first) < CHUNK:  # one chunk: workers would cost more than they save
-        yield from _render(first, policy)
+        yield _render(first, policy)
         return
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_sigint) as pool:
-        waiting: deque[Future[list[Rendered]]] = deque()
+        waiting: deque[Future[Rendered]] = deque()
         try:
             for chunk in itertools.chain([first], chunks):
                 waiting.append(pool.submit(_render, chunk, policy))
                 if len(waiting) >= 2 * jobs:
-                    yield from waiting.popleft().result()
+                    yield waiting.popleft().result()
             while waiting:
-                yield from waiting.popleft().result()
+                yield waiting.popleft().result()
         finally:
             for future in waiting:
                 future.cancel()
