@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from kernelcfg.base.bounded import one_line
 from kernelcfg.base.errors import KernelcfgError
+from kernelcfg.base.json_text import compact
 
 __all__ = ["EXIT_BUG", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Problem", "exit_code"]
 
@@ -61,6 +63,12 @@ class Problem:
             "field": self.field,
             "message": self.message,
         }
+
+    @cached_property
+    def json(self) -> str:
+        """:meth:`as_dict` as compact JSON, encoded once: the problems the verdict and
+        walk caches hand out recur on many batch lines."""
+        return compact(self.as_dict())
 
 
 def exit_code(problems: Iterable[Problem], *, strict: bool = False) -> int:

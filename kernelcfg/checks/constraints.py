@@ -17,7 +17,7 @@ import dataclasses
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, Literal
 
 from kernelcfg.base.problems import Problem
@@ -104,6 +104,12 @@ class Verdict:
         if self.quantisation_only:
             severity = "info"
         return Problem(severity, f"backend-{self.status}", self.field, message or self.reason)
+
+    @cached_property
+    def named_problem(self) -> Problem | None:
+        """:meth:`problem` with a message that names the field and value first
+        (``moe_backend='x': reason``), as ``resolve`` reports it; made once per verdict."""
+        return self.problem(f"{self.field}={self.value!r}: {self.reason}")
 
 
 def _cap_holds(condition: str, target: Target) -> bool | None:
@@ -226,6 +232,21 @@ class Context:
     """Whether ``--enable-expert-parallel`` is on."""
     all2all_backend: str | None = None
     """The all2all backend, when it matters."""
+
+    @cached_property
+    def key(self) -> tuple[object, ...]:
+        """Everything a verdict reads here (of the environment, only the variables a
+        rule looks at): equal keys, equal verdicts."""
+        return (
+            self.target,
+            self.version,
+            self.scheme,
+            self.possible,
+            tuple(map(self.env.get, _env_names())),
+            self.architectures,
+            self.expert_parallel,
+            self.all2all_backend,
+        )
 
 
 def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | None, list[str]]:
@@ -353,19 +374,7 @@ def check(
     ``schemes`` narrows the candidate schemes (a ``linear_backend_per_quant`` key);
     otherwise the context's scheme, or every scheme the value serves.
     """
-    key = (
-        field_name,
-        value,
-        ctx.target,
-        ctx.version,
-        ctx.scheme,
-        ctx.possible,
-        tuple(map(ctx.env.get, _env_names())),
-        ctx.architectures,
-        ctx.expert_parallel,
-        ctx.all2all_backend,
-        tuple(schemes) if schemes is not None else None,
-    )
+    key = (field_name, value, ctx.key, tuple(schemes) if schemes is not None else None)
     found = _VERDICTS.get(key)
     if found is None:
         found = _VERDICTS[key] = _check(field_name, value, ctx, schemes)

@@ -360,7 +360,7 @@ def _constraints(
         verdict = constraints.check("linear_backend_per_quant", value, ctx, schemes=keys[key])
         verdicts.append(verdict)
     for verdict in verdicts:
-        problem = verdict.problem(f"{verdict.field}={verdict.value!r}: {verdict.reason}")
+        problem = verdict.named_problem
         if problem is not None:
             result.problems.append(problem)
 
