@@ -77,25 +77,25 @@ def _render(items: list[_Item], policy: _Policy) -> Rendered:
     codes: dict[int, int] = {}
     tracebacks: list[str] = []
     fallback: str | None = None
-    for number, item in items:
-        raw: str | KernelcfgError = (
-            item if isinstance(item, str) else ArgumentError(item[0], field=item[1])
-        )
-        lines = pipeline.batch([raw], policy.common, policy.request, policy.matrix, number)
-        for line in lines:
-            result = line.result
-            code = render.exit_code_under(result, strict=policy.strict, never=policy.never)
-            codes[code] = codes.get(code, 0) + 1
-            extra: dict[str, Any] = {"id": line.id, "exit_code": code}
-            if policy.matrix != ({},):
-                extra["matrix"] = line.cell
-            texts.append(render.json_line(result, extra, strict=policy.strict))
-            trace = getattr(result, "traceback", None)
-            if trace:
-                tracebacks.append(trace)
-            target = getattr(result, "target", None)
-            if fallback is None and target is not None and target.source == "fallback":
-                fallback = target.note or ""
+    raws: list[str | KernelcfgError] = [
+        item if isinstance(item, str) else ArgumentError(item[0], field=item[1])
+        for _, item in items
+    ]
+    start = items[0][0] if items else 1  # a chunk's lines are numbered consecutively
+    for line in pipeline.batch(raws, policy.common, policy.request, policy.matrix, start):
+        result = line.result
+        code = render.exit_code_under(result, strict=policy.strict, never=policy.never)
+        codes[code] = codes.get(code, 0) + 1
+        extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+        if policy.matrix != ({},):
+            extra["matrix"] = line.cell
+        texts.append(render.json_line(result, extra, strict=policy.strict))
+        trace = getattr(result, "traceback", None)
+        if trace:
+            tracebacks.append(trace)
+        target = getattr(result, "target", None)
+        if fallback is None and target is not None and target.source == "fallback":
+            fallback = target.note or ""
     text = "\n".join(texts) + "\n" if texts else ""
     return Rendered(text, len(texts), codes, tuple(tracebacks), fallback)
 

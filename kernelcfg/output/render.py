@@ -185,27 +185,37 @@ def _factors_json(result: Resolution) -> str:
     return f"{rest[:-1]}{',' if len(rest) > 2 else ''}{_ENCODE(ir)}:{_shared(factors[ir])}}}"
 
 
+def _platform_json(result: Resolution) -> str:
+    found = _FRAGMENTS.get(result.target)
+    if found is None:
+        found = _FRAGMENTS[result.target] = _ENCODE(result.target.as_dict())
+    return found
+
+
 def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bool = False) -> str:
     """One compact JSON line of the contract object plus ``extra`` keys (``--batch``).
 
     The same object as :func:`as_data`; parts that repeat from line to line (the
-    platform, the dispatch chains, the compilation settings) are encoded once.
+    platform, the dispatch chains, the compilation settings, the problems the caches
+    hand out) are encoded once.
     """
     if isinstance(result, Failure):
         data = as_data(result, strict=strict)
         data.update(extra)
         return _ENCODE(data)
+    release = result.release
     comp = result.compilation
     par = result.parallel
     chains = result.ir_dispatch
-    attention = attention_data(result)
+    attention = result.attention
+    model = model_data(result)
     parts = [
         '{"format_version":"1","vllm_version":',
-        _fragment(("v", result.release.version), result.release.version),
+        _fragment(("v", release.version), release.version),
         ',"valid":',
         "true" if result.exit_code(strict=strict) == 0 else "false",
         ',"platform":',
-        _fragment(result.target, result.target.as_dict()),
+        _platform_json(result),
         ',"kernel_config":',
         _ENCODE(result.kernel_config),
         ',"parallel_config":',
@@ -215,27 +225,26 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         ',"ir_dispatch":',
         _fragment(("d", *(tuple(c) for c in chains.values())), chains) if chains else "null",
         ',"hash":',
-        _ENCODE(result.hash),
+        f'"{result.hash}"' if result.hash is not None else "null",
         ',"hash_scheme":',
-        _fragment(("s", result.release.hash_scheme), result.release.hash_scheme),
+        _fragment(("s", release.hash_scheme), release.hash_scheme),
         ',"hash_factors":',
         _factors_json(result),
         ',"problems":[',
         ",".join([p.json for p in result.problems]),
-        "]",
-        ',"vllm_version_source":',
-        _ENCODE(_version_source(result)),
+        '],"vllm_version_source":',
+        _fragment(("vs", _version_source(result)), _version_source(result)),
         ',"model":',
-        _ENCODE(model_data(result)),
+        "null" if model is None else _ENCODE(model),
         ',"attention_config":',
-        _ENCODE(attention["attention_config"]),
+        _ENCODE(attention.config) if attention else "null",
         ',"attention_hash":',
-        _ENCODE(attention["attention_hash"]),
+        _ENCODE(attention.hash) if attention else "null",
         ',"selection":',
-        _selection_json(attention["selection"]),
+        _selection_json(result.selection or None),
     ]
     for key, value in extra.items():
-        parts += [",", _ENCODE(key), ":", _ENCODE(value)]
+        parts += [",", _fragment(("k", key), key), ":", _ENCODE(value)]
     parts.append("}")
     return "".join(parts)
 

@@ -75,12 +75,17 @@ def digest(factors: Mapping[str, Any]) -> str:
 
 def _digest_with(factors: Mapping[str, Any], encoded: Mapping[str, str]) -> str:
     """:func:`digest`, where the values of ``encoded``'s keys are given as their canonical
-    JSON already (the same text ``json.dumps(factors, sort_keys=True)`` writes)."""
-    text = ", ".join(
-        f"{canonical(key)}: " + (encoded[key] if key in encoded else canonical(factors[key]))
-        for key in sorted(factors)
-    )
-    return hashlib.sha256(("{" + text + "}").encode()).hexdigest()
+    JSON already (the same text ``json.dumps(factors, sort_keys=True)`` writes).
+
+    The factors are encoded with ``0`` standing in for those values, which are then put
+    in place: the first ``"key": 0`` is the top-level key's, as no other factor holds a
+    mapping (:func:`normalize_value` makes them lists of pairs) and strings escape ``"``.
+    """
+    text = canonical({**factors, **dict.fromkeys(encoded, 0)})
+    for key, value in encoded.items():
+        name = canonical(key)
+        text = text.replace(f"{name}: 0", f"{name}: {value}", 1)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def ir_factors(release: Release, lists: Mapping[str, Sequence[str] | None]) -> dict[str, Any]:
@@ -153,15 +158,26 @@ _Factors = tuple[dict[str, Any], dict[str, str]]
 """A scheme's factors, and the canonical JSON of those values it has already encoded."""
 
 
+@lru_cache(maxsize=None)
+def _hashed(release: Release) -> tuple[tuple[str, bool], ...]:
+    """Each field the hash may digest, the IR-op priority aside, in declaration order,
+    and whether it is left out while ``None``: read once per release."""
+    return tuple(
+        (f.name, f.name in release.hash_ignored_when_none)
+        for f in release.kernel_fields
+        if f.name not in release.hash_ignored and f.name != release.ir_field
+    )
+
+
 def _fields(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
     """The fields' canonical values, less those the hash ignores and the IR-op priority."""
-    ignored = ignored_factors(release, values)
-    ir = release.ir_field
-    return {
-        f.name: normalize_value(values[f.name])
-        for f in release.kernel_fields
-        if f.name not in ignored and f.name != ir
-    }
+    out: dict[str, Any] = {}
+    for name, skip_none in _hashed(release):
+        value = values[name]
+        if value is None and skip_none:
+            continue
+        out[name] = value if type(value) in _PRIMITIVES else normalize_value(value)
+    return out
 
 
 def _compute_hash_factors(release: Release, values: Mapping[str, Any]) -> _Factors:
