@@ -287,16 +287,16 @@ class _Out:
     """
 
     def __init__(self, every: int) -> None:
-        self.pending: list[str] = []
+        self.pending: list[bytes] = []
         self.lines = 0
         self.every = every
         self.closed = False
         self.writing = False
         self.interrupted = False
 
-    def add(self, text: str, lines: int = 1) -> None:
-        """``lines`` whole lines, each ending in a newline."""
-        self.pending.append(text)
+    def add(self, data: bytes, lines: int = 1) -> None:
+        """``lines`` whole lines (UTF-8), each ending in a newline."""
+        self.pending.append(data)
         self.lines += lines
         if self.lines >= self.every:
             self.flush()
@@ -314,7 +314,7 @@ class _Out:
             return
         self.writing = True
         try:
-            _write_whole("".join(self.pending))
+            _write_whole(b"".join(self.pending))
         except BrokenPipeError:
             self.closed = True
             silence_stdout()
@@ -326,20 +326,20 @@ class _Out:
             raise KeyboardInterrupt
 
 
-def _write_whole(text: str) -> None:
-    """Write ``text`` to stdout completely, retrying short writes (a full pipe, a signal)."""
+def _write_whole(data: bytes) -> None:
+    """Write ``data`` to stdout completely, retrying short writes (a full pipe, a signal)."""
     import os
 
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # an in-memory stream (tests)
-        sys.stdout.write(text)
+        sys.stdout.write(data.decode("utf-8"))
         sys.stdout.flush()
         return
     sys.stdout.flush()
-    data = memoryview(text.encode("utf-8", "backslashreplace"))
-    while data:
-        data = data[os.write(fd, data) :]
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _matrix(axes: list[str]) -> list[dict[str, str]]:
@@ -488,7 +488,7 @@ class _Batch:
         if not self.noted and chunk.fallback_note is not None:
             self.noted = note_fallback(_Fallback(chunk.fallback_note or None))
         if chunk.lines and not (self.quiet or self.out.closed):
-            self.out.add(chunk.text, chunk.lines)
+            self.out.add(chunk.data, chunk.lines)
 
     def _collect(self, line: Any, result: Any, code: int) -> None:
         from kernelcfg.output import render

@@ -35,8 +35,9 @@ class Rendered:
     """The JSON lines of consecutive batch lines, made by a worker: one object (and
     one string) per chunk, so that handing them back costs the parent little."""
 
-    text: str
-    """The lines, each ending in a newline."""
+    data: bytes
+    """The lines, each ending in a newline, as UTF-8 (encoded by the worker, so the
+    parent only writes them)."""
     lines: int
     """How many lines ``text`` holds."""
     codes: dict[int, int]
@@ -96,8 +97,8 @@ def _render(items: list[_Item], policy: _Policy) -> Rendered:
         target = getattr(result, "target", None)
         if fallback is None and target is not None and target.source == "fallback":
             fallback = target.note or ""
-    text = "\n".join(texts) + "\n" if texts else ""
-    return Rendered(text, len(texts), codes, tuple(tracebacks), fallback)
+    data = ("\n".join(texts) + "\n").encode("utf-8", "backslashreplace") if texts else b""
+    return Rendered(data, len(texts), codes, tuple(tracebacks), fallback)
 
 
 def _ignore_sigint() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from kernelcfg.base.errors import UnknownProviderError
@@ -158,7 +158,7 @@ _Factors = tuple[dict[str, Any], dict[str, str]]
 """A scheme's factors, and the canonical JSON of those values it has already encoded."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hashed(release: Release) -> tuple[tuple[str, bool], ...]:
     """Each field the hash may digest, the IR-op priority aside, in declaration order,
     and whether it is left out while ``None``: read once per release."""
