@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any, Literal
 
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target, capability_int
 from kernelcfg.vllm.quantization import SCHEMES
@@ -248,6 +249,12 @@ class Context:
             self.all2all_backend,
         )
 
+    @cached_property
+    def verdicts(self) -> dict[tuple[object, ...], Verdict]:
+        """The verdicts already given in an equal context (found by one lookup of the
+        key per context, however many values are checked in it)."""
+        return _VERDICTS.get(self.key, dict)
+
 
 def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | None, list[str]]:
     """Requirements beyond the device: a certain failure, and unknowns."""
@@ -363,7 +370,8 @@ def _env_names() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-_VERDICTS: dict[tuple[object, ...], Verdict] = {}
+_VERDICTS: Answers[tuple[object, ...], dict[tuple[object, ...], Verdict]] = Answers(4096)
+"""The verdicts given in each context (by its key), by field, value and schemes."""
 
 
 def check(
@@ -374,10 +382,11 @@ def check(
     ``schemes`` narrows the candidate schemes (a ``linear_backend_per_quant`` key);
     otherwise the context's scheme, or every scheme the value serves.
     """
-    key = (field_name, value, ctx.key, tuple(schemes) if schemes is not None else None)
-    found = _VERDICTS.get(key)
+    known = ctx.verdicts
+    key = (field_name, value, tuple(schemes) if schemes is not None else None)
+    found = known.get(key)
     if found is None:
-        found = _VERDICTS[key] = _check(field_name, value, ctx, schemes)
+        found = known[key] = _check(field_name, value, ctx, schemes)
     return found
 
 

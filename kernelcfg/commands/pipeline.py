@@ -117,6 +117,8 @@ def _check_size(args: Sequence[str]) -> None:
         raise ArgumentError(
             f"{len(args):,} words on one line; kernelcfg reads at most {MAX_WORDS:,}"
         )
+    if max(map(len, args), default=0) <= MAX_WORD_BYTES:
+        return
     for index, word in enumerate(args):
         if len(word) > MAX_WORD_BYTES:
             raise ArgumentError(
@@ -197,13 +199,14 @@ LINE_CONTEXT = {
 }
 """The keys a batch line (or a ``--matrix`` axis) may set, and the option each stands for."""
 _LINE_KEYS = frozenset({"id", "argv", *LINE_CONTEXT})
+_LINE_CONTEXT_KEYS = frozenset(LINE_CONTEXT)
 
 
 def _line_args(raw: str, number: int) -> tuple[Any, list[str]]:
     """The id and argv of one batch line: an array, or ``{"id", "argv", ...context}``
     (the context keys become options in front of ``argv``; any other key is refused)."""
     value = loads_json(raw, f"line {number}")
-    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+    if isinstance(value, list) and _strings(value):
         return None, value
     if not (isinstance(value, dict) and isinstance(value.get("argv"), list)):
         raise ArgumentError(
@@ -220,14 +223,21 @@ def _line_args(raw: str, number: int) -> tuple[Any, list[str]]:
             f"{', '.join(sorted(_LINE_KEYS))}" + (f" (did you mean {hint!r}?)" if hint else "")
         )
     argv = value["argv"]
-    if not all(isinstance(a, str) for a in argv):
+    if not _strings(argv):
         raise ArgumentError(f"line {number}: argv must hold strings only")
     return value.get("id"), [*context_args(value, f"line {number}"), *argv]
+
+
+def _strings(values: list[Any]) -> bool:
+    """Whether every item of a decoded JSON array is a string (checked in one C pass)."""
+    return set(map(type, values)) <= {str}
 
 
 def context_args(given: Mapping[str, Any], where: str) -> list[str]:
     """``{"device": "b200", "env": {"K": "V"}}`` as ``--device b200 --env K=V``."""
     out: list[str] = []
+    if _LINE_CONTEXT_KEYS.isdisjoint(given):  # most lines: only id and argv
+        return out
     for key, option in LINE_CONTEXT.items():
         if key not in given:
             continue

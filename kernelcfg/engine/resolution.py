@@ -52,7 +52,7 @@ class Resolution:
     hash: str | None = None
     """The compile-cache hash of the kernel config, when vLLM could compute it."""
     hash_factors: dict[str, Any] | None = None
-    """Exactly what was hashed."""
+    """Exactly what was hashed (one object for equal configurations: read, never change)."""
     problems: list[Problem] = field(default_factory=list)
     """Everything found, in the order found."""
     sources: dict[str, str] = field(default_factory=dict)

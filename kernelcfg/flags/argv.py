@@ -132,6 +132,8 @@ def _parsed(word: str) -> Any:
 def split_version(argv: Sequence[str]) -> str | None:
     """The ``--vllm-version`` a line asks for (the last one), read before anything else."""
     found = None
+    if "--vllm-version" not in "\0".join(argv):  # most lines: one C scan, no loop
+        return found
     for i, arg in enumerate(argv):
         if arg.startswith("--vllm-version="):
             found = arg.split("=", 1)[1]

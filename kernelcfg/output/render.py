@@ -147,10 +147,11 @@ def _fragment(key: object, value: Any) -> str:
 
 
 _SHARED: dict[int, tuple[object, str]] = {}
-"""Encoded selections, by the identity of the (cached, never changed) object: a batch
-line repeats the same walk, and its JSON (kilobytes of candidates) was a third of the
-cost of a line with a model (``make bench``). The entry holds the object, so its id is
-never reused while the entry stands."""
+"""Encoded selections and hash factors, by the identity of the (cached, never changed)
+object: batch lines repeat the same walk and the same configuration, and their JSON
+(kilobytes of candidates, of provider uuids) was a third of the cost of a line with a
+model and a tenth of a plain one (``make bench``). The entry holds the object, so its id
+is never reused while the entry stands."""
 
 
 def _shared(value: Any) -> str:
@@ -159,7 +160,7 @@ def _shared(value: Any) -> str:
     if found is not None and found[0] is value:
         return found[1]
     text = _ENCODE(value)
-    if len(_SHARED) < 1024:
+    if len(_SHARED) < 8192:
         _SHARED[id(value)] = (value, text)
     return text
 
@@ -172,17 +173,9 @@ def _selection_json(selection: dict[str, Any] | None) -> str:
 
 
 def _factors_json(result: Resolution) -> str:
-    """The hash factors' compact JSON; a nested IR-op factor (0.34.0 on) is one object
-    shared by every line with the same lists (``hashing`` caches it), so it is encoded
-    once: its provider uuids were a tenth of a line's JSON (``make bench``)."""
-    factors = result.hash_factors
-    ir = result.release.ir_field
-    if not factors or ir is None or not isinstance(factors.get(ir), dict):
-        return _ENCODE(factors)
-    if next(reversed(factors)) != ir:  # the scheme puts it last; anything else, plainly
-        return _ENCODE(factors)
-    rest = _ENCODE({k: v for k, v in factors.items() if k != ir})
-    return f"{rest[:-1]}{',' if len(rest) > 2 else ''}{_ENCODE(ir)}:{_shared(factors[ir])}}}"
+    """The hash factors' compact JSON: one object per distinct configuration (``hashing``
+    makes each once), so each is encoded once."""
+    return "null" if result.hash_factors is None else _shared(result.hash_factors)
 
 
 def _platform_json(result: Resolution) -> str:

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -351,12 +351,18 @@ class Chosen:
 def choose(given: str | None, environ: Mapping[str, str]) -> Chosen:
     """The release for ``--vllm-version`` (``given``), else the environment's, else the
     installed vLLM's, else the newest known; an unknown one raises naming the known."""
+    from_env = environ.get("KERNELCFG_VLLM_VERSION") or None
+    installed = None if given or from_env else installed_vllm()
+    return _choose(given or None, from_env, installed)
+
+
+@lru_cache(maxsize=64)
+def _choose(given: str | None, from_env: str | None, installed: str | None) -> Chosen:
+    """:func:`choose`, once per answer (every batch line asks again)."""
     if given:
         return Chosen(load(given), "flag")
-    from_env = environ.get("KERNELCFG_VLLM_VERSION")
     if from_env:
         return Chosen(load(from_env), "environment")
-    installed = installed_vllm()
     if installed is None:
         return Chosen(load(None), "newest")
     try:
