@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Literal
 
 from kernelcfg.base.bounded import one_line
@@ -64,11 +63,16 @@ class Problem:
             "message": self.message,
         }
 
-    @cached_property
+    @property
     def json(self) -> str:
         """:meth:`as_dict` as compact JSON, encoded once: the problems the verdict and
-        walk caches hand out recur on many batch lines."""
-        return compact(self.as_dict())
+        walk caches hand out recur on many batch lines. Kept on the instance by hand
+        (``functools.cached_property`` takes a lock on Python 3.11)."""
+        found: str | None = self.__dict__.get("_json")
+        if found is None:
+            found = compact(self.as_dict())
+            object.__setattr__(self, "_json", found)
+        return found
 
 
 def exit_code(problems: Iterable[Problem], *, strict: bool = False) -> int:

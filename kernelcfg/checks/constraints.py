@@ -234,7 +234,7 @@ class Context:
     all2all_backend: str | None = None
     """The all2all backend, when it matters."""
 
-    @cached_property
+    @property
     def key(self) -> tuple[object, ...]:
         """Everything a verdict reads here (of the environment, only the variables a
         rule looks at): equal keys, equal verdicts."""
@@ -249,11 +249,17 @@ class Context:
             self.all2all_backend,
         )
 
-    @cached_property
+    @property
     def verdicts(self) -> dict[tuple[object, ...], Verdict]:
         """The verdicts already given in an equal context (found by one lookup of the
-        key per context, however many values are checked in it)."""
-        return _VERDICTS.get(self.key, dict)
+        key per context, however many values are checked in it). Kept on the instance
+        by hand: ``functools.cached_property`` takes a lock on Python 3.11, and a
+        context lives for one line."""
+        found: dict[tuple[object, ...], Verdict] | None = self.__dict__.get("_verdicts")
+        if found is None:
+            found = _VERDICTS.get(self.key, dict)
+            object.__setattr__(self, "_verdicts", found)
+        return found
 
 
 def _extra(rule: Mapping[str, Any], value: str, ctx: Context) -> tuple[str | None, list[str]]:

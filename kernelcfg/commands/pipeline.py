@@ -51,6 +51,7 @@ class Request(argv_mod.TargetOptions):
     environ: Mapping[str, str] | None = None
     """The process environment to read (default: ``os.environ``)."""
     _engine_env: dict[str, str] | None = field(default=None, repr=False)
+    _release_env: dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def process_environ(self) -> Mapping[str, str]:
@@ -62,6 +63,14 @@ class Request(argv_mod.TargetOptions):
         if self._engine_env is None:
             self._engine_env = engine_env(self.process_environ)
         return dict(self._engine_env)
+
+    def release_env(self) -> Mapping[str, str]:
+        """The variable ``releases.choose`` reads (``KERNELCFG_VLLM_VERSION``), read once:
+        every line of a batch chooses its release again."""
+        if self._release_env is None:
+            environ = self.process_environ
+            self._release_env = {k: environ[k] for k in releases.ENVIRONMENT if k in environ}
+        return self._release_env
 
 
 @dataclass
@@ -85,7 +94,7 @@ def prepare(
     _check_size(args)
     req = request or Request()
     environ = req.process_environ
-    chosen = _release(args, req, environ)
+    chosen = _release(args, req)
     release = chosen.release
     env = req.engine_env()
     env.update(req.env)
@@ -127,9 +136,9 @@ def _check_size(args: Sequence[str]) -> None:
             )
 
 
-def _release(args: Sequence[str], req: Request, environ: Mapping[str, str]) -> releases.Chosen:
+def _release(args: Sequence[str], req: Request) -> releases.Chosen:
     """The release a line asks for: its own flag, the run's, then as releases.choose."""
-    return releases.choose(argv_mod.split_version(args) or req.vllm_version, environ)
+    return releases.choose(argv_mod.split_version(args) or req.vllm_version, req.release_env())
 
 
 def _target(
@@ -177,7 +186,7 @@ def _known_context(
     """The release and target of a line that could not be read, as far as they are known."""
     environ = req.process_environ
     try:
-        release = _release(args, req, environ).release
+        release = _release(args, req).release
     except KernelcfgError:
         return None, None
     try:

@@ -19,7 +19,7 @@ from kernelcfg.engine.attention import AttentionResult, resolve_attention
 from kernelcfg.engine.indexer_topk import topk_selection
 from kernelcfg.engine.linear import linear_selection
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm import hashing, rules
+from kernelcfg.vllm import hashing, rules, values
 from kernelcfg.vllm.context import Compilation, ResolutionContext
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
 from kernelcfg.vllm.ir import registry
@@ -100,6 +100,8 @@ def _validated_kernel_config(
     """The ``--kernel-config`` values (a copy: later steps change it); ``None`` when
     vLLM refuses them."""
     config = inputs.kernel_values
+    if config is None and not inputs.kernel_config:  # nothing given: the defaults
+        return values.defaults(release)
     if config is None:
         from kernelcfg.vllm.validation import validate_kernel_config
 

@@ -40,14 +40,15 @@ def _atoms(
     return atoms
 
 
-def default_ir_op_priority(release: Release, ctx: ResolutionContext) -> dict[str, list[str]]:
-    """The platform's IR-op priority lists, as the release computes them."""
+def default_ir_op_priority(
+    release: Release, ctx: ResolutionContext
+) -> Mapping[str, tuple[str, ...]]:
+    """The platform's IR-op priority lists, as the release computes them (cached: the
+    same tuples for every line with the same target, compilation and flags)."""
     comp = ctx.compilation
-    env = tuple(
-        (name, ctx.env[name]) for name in release.rules.get("env_flags", ()) if name in ctx.env
-    )
-    found = _defaults(release, ctx.target, comp.using_inductor, comp.cudagraph_mode != "NONE", env)
-    return {op: list(providers) for op, providers in found.items()}
+    flags = release.rules.get("env_flags", ())
+    env = tuple((name, ctx.env[name]) for name in flags if name in ctx.env) if ctx.env else ()
+    return _defaults(release, ctx.target, comp.using_inductor, comp.cudagraph_mode != "NONE", env)
 
 
 @cache

@@ -229,8 +229,10 @@ def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, 
     scheme has already encoded are not encoded again). Equal configurations get the
     same answer, made once: a batch repeats them (the bench's 20,000 lines hold 8,384),
     so the factors are shared (read them, never change them)."""
-    key = _values_key(release, values)
-    if key is None:
+    try:
+        key = _values_key(release, values)
+        hash(key)
+    except TypeError:  # a mapping among the values (linear_backend_per_quant): not kept
         return _kernel_hash(release, values)
     return _HASHES.get(key, lambda: _kernel_hash(release, values))
 
@@ -238,16 +240,22 @@ def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, 
 _HASHES: Answers[tuple[object, ...], tuple[dict[str, Any], str]] = Answers(8192)
 
 
-def _values_key(release: Release, values: Mapping[str, Any]) -> tuple[object, ...] | None:
-    """What the hash reads of ``values``, hashable; ``None`` where a value is a mapping."""
-    fields = tuple(values[name] for name, _ in _hashed(release))
-    ir = release.ir_field
-    key = (release, fields, None if ir is None else _ir_key(release, values[ir]))
+def _values_key(release: Release, values: Mapping[str, Any]) -> tuple[object, ...]:
+    """What the hash reads of ``values`` (unhashable where a value is a mapping)."""
+    names, ir = _key_plan(release)
+    fields = tuple(map(values.__getitem__, names))
+    if ir is None:
+        return (release, fields)
+    lists = values[ir]
     try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+        return (release, fields, tuple(map(tuple, map(lists.__getitem__, release.ir_ops))))
+    except (KeyError, TypeError):  # an op without a list: as _ir_key reads it
+        return (release, fields, _ir_key(release, lists))
+
+
+@cache
+def _key_plan(release: Release) -> tuple[tuple[str, ...], str | None]:
+    return tuple(name for name, _ in _hashed(release)), release.ir_field
 
 
 def _kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, Any], str]:

@@ -133,5 +133,7 @@ def append_platform_defaults(
         current = lists.get(op)
         if current is None:
             lists[op] = list(default)
+        elif not current:
+            current.extend(default)
         else:
             current.extend(p for p in default if p not in current)

@@ -348,6 +348,10 @@ class Chosen:
     ``installed`` (the vLLM installed here) or ``newest`` (the newest kernelcfg knows)."""
 
 
+ENVIRONMENT = ("KERNELCFG_VLLM_VERSION",)
+"""The environment variables :func:`choose` reads."""
+
+
 def choose(given: str | None, environ: Mapping[str, str]) -> Chosen:
     """The release for ``--vllm-version`` (``given``), else the environment's, else the
     installed vLLM's, else the newest known; an unknown one raises naming the known."""
