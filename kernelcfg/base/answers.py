@@ -23,6 +23,15 @@ class Answers(Generic[K, V]):
         self._limit = limit
         self._kept: dict[K, V] = {}
 
+    def find(self, key: K) -> V | None:
+        """The answer kept for ``key``, if any."""
+        return self._kept.get(key)
+
+    def keep(self, key: K, value: V) -> None:
+        """Keep ``value`` as the answer for ``key``, while there is room."""
+        if len(self._kept) < self._limit:
+            self._kept[key] = value
+
     def get(self, key: K, make: Callable[[], V]) -> V:
         """The answer kept for ``key``, else ``make()`` (kept while there is room)."""
         found = self._kept.get(key)

@@ -27,11 +27,15 @@ __all__ = [
     "Failure",
     "Line",
     "Request",
+    "Words",
     "batch",
+    "batch_words",
     "context_args",
     "engine_env",
     "prepare",
+    "repeatable",
     "resolve_args",
+    "resolve_words",
 ]
 
 ENV_PREFIXES = ("VLLM_",)
@@ -278,6 +282,20 @@ class Line:
     """The ``--matrix`` cell it was resolved for (empty without a matrix)."""
 
 
+@dataclass(frozen=True)
+class Words:
+    """One readable ``--batch`` line for one matrix cell, before it is resolved."""
+
+    id: Any
+    """The line's ``id``, or its number when it has none."""
+    number: int
+    """Its line number in the file (1-based)."""
+    words: tuple[str, ...]
+    """The cell's context options, the common flags, then the line's own."""
+    cell: dict[str, str]
+    """The ``--matrix`` cell (empty without a matrix)."""
+
+
 def batch(
     lines: Iterable[str | KernelcfgError],
     common: Sequence[str] = (),
@@ -295,6 +313,22 @@ def batch(
     carrying the traceback.
     """
     request = request or Request()
+    for item in batch_words(lines, common, matrix, start):
+        if isinstance(item, Line):
+            yield item
+        else:
+            yield Line(item.id, item.number, resolve_words(item.words, request), item.cell)
+
+
+def batch_words(
+    lines: Iterable[str | KernelcfgError],
+    common: Sequence[str] = (),
+    matrix: Sequence[Mapping[str, str]] = (),
+    start: int = 1,
+) -> Iterator[Words | Line]:
+    """:func:`batch`'s first half: each non-blank line read into its words (one
+    :class:`Words` per matrix cell), in order; a line that cannot be read is its
+    :class:`Line` with a :class:`Failure` already."""
     cells = [(dict(cell), [*context_args(cell, "--matrix"), *common]) for cell in matrix or [{}]]
     for number, raw in enumerate(lines, start=start):
         if isinstance(raw, KernelcfgError):
@@ -302,24 +336,45 @@ def batch(
             continue
         if not raw.strip(" \t\r\n"):  # JSON whitespace only (RFC 8259)
             continue
-        for cell, prefix in cells:
-            yield _one(raw, number, prefix, request, cell)
+        try:
+            given_id, args = _line_args(raw, number)
+        except KernelcfgError as exc:
+            failed = Failure(Problem.from_error(exc))
+        except INPUT_ERRORS as exc:
+            failed = Failure(_unusable(exc))
+        else:
+            line_id = number if given_id is None else given_id
+            for cell, prefix in cells:
+                yield Words(line_id, number, (*prefix, *args), cell)
+            continue
+        for cell, _ in cells:
+            yield Line(number, number, failed, cell)
 
 
-def _one(raw: str, number: int, prefix: list[str], request: Request, cell: dict[str, str]) -> Line:
-    line_id: Any = number
+def resolve_words(words: Sequence[str], request: Request) -> Resolution | Failure:
+    """:func:`resolve_args` that never raises: unusable input is a ``Failure``, and so is
+    a kernelcfg bug (code ``internal-error``, exit 70, carrying the traceback): one line
+    never stops a batch."""
     try:
-        given_id, args = _line_args(raw, number)
-        if given_id is not None:
-            line_id = given_id
-        result = resolve_args(prefix + args, request)
+        return resolve_args(list(words), request)
     except KernelcfgError as exc:
-        result = Failure(Problem.from_error(exc))
+        return Failure(Problem.from_error(exc))
     except INPUT_ERRORS as exc:
-        result = Failure(_unusable(exc))
+        return Failure(_unusable(exc))
     except Exception as exc:  # a bug: this line reports it, the others go on
-        result = Failure(
+        return Failure(
             Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),
             traceback="".join(traceback_mod.format_exception(exc)),
         )
-    return Line(line_id, number, result, cell)
+
+
+def repeatable(words: Sequence[str], result: Resolution | Failure) -> bool:
+    """Whether ``result`` is what ``words`` resolve to wherever they recur under the
+    same request: a resolution that read no file (no ``--config``, no model folder,
+    cache or ``--hf-config-path``), so a batch may reuse it for a repeated line."""
+    if not isinstance(result, Resolution) or result.inputs is None:
+        return False
+    inputs = result.inputs
+    if inputs.model is not None or "hf_config_path" in inputs.other_options:
+        return False
+    return not any(word.startswith("--config") for word in words)

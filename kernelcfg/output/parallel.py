@@ -5,6 +5,9 @@ The parent reads the input and writes the output; each worker resolves and rende
 chunk of lines at a time. At most two chunks per worker are in flight, so memory stays
 bounded whatever the input's length. Workers are forked (they start with the releases
 already loaded); where fork is not available the lines are made in this process.
+
+A line whose words recur in a run is made once: the renderer keeps what it wrote for
+lines that read no file (:func:`pipeline.repeatable`), a bounded number of them.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ import signal
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
 
 if TYPE_CHECKING:
-    from kernelcfg.commands.pipeline import Request
+    from kernelcfg.commands.pipeline import Request, Words
 
 __all__ = ["CHUNK", "Rendered", "available_jobs", "json_lines"]
 
@@ -57,6 +61,24 @@ def available_jobs() -> int:
         return os.cpu_count() or 1
 
 
+class _Made(NamedTuple):
+    """One line as made, less its id: kept for the lines whose words recur."""
+
+    body: str
+    """:func:`render.json_body`."""
+    code: int
+    """Its exit code under the run's policy."""
+    fallback: str | None
+    """The fallback target's note (``""`` without one) when it was resolved for the
+    CPU fallback; ``None`` otherwise."""
+    traceback: str | None
+    """A kernelcfg bug's traceback."""
+
+
+REPEATS = 4096
+"""How many distinct repeatable lines a process keeps what it made for (~2.5 KB each)."""
+
+
 @dataclass(frozen=True)
 class _Policy:
     request: Request
@@ -64,15 +86,18 @@ class _Policy:
     matrix: tuple[Mapping[str, str], ...]
     strict: bool
     never: bool
+    made: Answers[tuple[str, ...], _Made] = field(
+        default_factory=lambda: Answers(REPEATS), compare=False
+    )
+    """What was made for the repeatable lines of this run (per process)."""
 
 
 _Item = tuple[int, str | tuple[str, str | None]]
 
 
 def _render(items: list[_Item], policy: _Policy) -> Rendered:
-    """A worker's task: resolve and render a chunk of numbered lines."""
+    """Resolve and render a chunk of numbered lines."""
     from kernelcfg.commands import pipeline
-    from kernelcfg.output import render
 
     texts: list[str] = []
     codes: dict[int, int] = {}
@@ -83,26 +108,70 @@ def _render(items: list[_Item], policy: _Policy) -> Rendered:
         for _, item in items
     ]
     start = items[0][0] if items else 1  # a chunk's lines are numbered consecutively
-    for line in pipeline.batch(raws, policy.common, policy.request, policy.matrix, start):
-        result = line.result
-        code = render.exit_code_under(result, strict=policy.strict, never=policy.never)
-        codes[code] = codes.get(code, 0) + 1
-        extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+    for item in pipeline.batch_words(raws, policy.common, policy.matrix, start):
+        made = (
+            _make(item.result, policy) if isinstance(item, pipeline.Line) else _made(item, policy)
+        )
+        codes[made.code] = codes.get(made.code, 0) + 1
+        extra: dict[str, Any] = {"id": item.id, "exit_code": made.code}
         if policy.matrix != ({},):
-            extra["matrix"] = line.cell
-        texts.append(render.json_line(result, extra, strict=policy.strict))
-        trace = getattr(result, "traceback", None)
-        if trace:
-            tracebacks.append(trace)
-        target = getattr(result, "target", None)
-        if fallback is None and target is not None and target.source == "fallback":
-            fallback = target.note or ""
+            extra["matrix"] = item.cell
+        texts.append(_with_extra(made.body, extra))
+        if made.traceback:
+            tracebacks.append(made.traceback)
+        if fallback is None:
+            fallback = made.fallback
     data = ("\n".join(texts) + "\n").encode("utf-8", "backslashreplace") if texts else b""
     return Rendered(data, len(texts), codes, tuple(tracebacks), fallback)
 
 
-def _ignore_sigint() -> None:
+def _made(item: Words, policy: _Policy) -> _Made:
+    """A line's words resolved and rendered, or what was made for them before."""
+    from kernelcfg.commands import pipeline
+
+    found = policy.made.find(item.words)
+    if found is not None:
+        return found
+    result = pipeline.resolve_words(item.words, policy.request)
+    made = _make(result, policy)
+    if pipeline.repeatable(item.words, result):
+        policy.made.keep(item.words, made)
+    return made
+
+
+def _make(result: Any, policy: _Policy) -> _Made:
+    from kernelcfg.output import render
+
+    target = getattr(result, "target", None)
+    return _Made(
+        render.json_body(result, strict=policy.strict),
+        render.exit_code_under(result, strict=policy.strict, never=policy.never),
+        (target.note or "") if target is not None and target.source == "fallback" else None,
+        getattr(result, "traceback", None),
+    )
+
+
+def _with_extra(body: str, extra: dict[str, Any]) -> str:
+    from kernelcfg.output.render import with_extra
+
+    return with_extra(body, extra)
+
+
+_WORKER_POLICY: _Policy | None = None
+"""The run's policy in a worker process, set once when the worker starts."""
+
+
+def _start_worker(policy: _Policy) -> None:
+    global _WORKER_POLICY  # noqa: PLW0603  # one per worker process, set at its start
+    _WORKER_POLICY = policy
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _render_in_worker(items: list[_Item]) -> Rendered:
+    """A worker's task: :func:`_render` under the policy it was started with (so what it
+    keeps for repeated lines lasts the whole run)."""
+    assert _WORKER_POLICY is not None
+    return _render(items, _WORKER_POLICY)
 
 
 def _chunks(lines: Iterable[str | KernelcfgError], size: int) -> Iterator[list[_Item]]:
@@ -143,11 +212,14 @@ def json_lines(
         yield _render(first, policy)
         return
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_ignore_sigint) as pool:
+    pool = ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=(policy,)
+    )
+    with pool:
         waiting: deque[Future[Rendered]] = deque()
         try:
             for chunk in itertools.chain([first], chunks):
-                waiting.append(pool.submit(_render, chunk, policy))
+                waiting.append(pool.submit(_render_in_worker, chunk))
                 if len(waiting) >= 2 * jobs:
                     yield waiting.popleft().result()
             while waiting:

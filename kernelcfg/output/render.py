@@ -24,8 +24,10 @@ __all__ = [
     "as_json",
     "as_yaml",
     "exit_code_of",
+    "json_body",
     "json_line",
     "table",
+    "with_extra",
 ]
 
 FORMAT_VERSION = "1"
@@ -186,16 +188,27 @@ def _platform_json(result: Resolution) -> str:
 
 
 def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bool = False) -> str:
-    """One compact JSON line of the contract object plus ``extra`` keys (``--batch``).
+    """One compact JSON line of the contract object plus ``extra`` keys (``--batch``):
+    :func:`json_body` closed by :func:`with_extra`."""
+    return with_extra(json_body(result, strict=strict), extra)
 
-    The same object as :func:`as_data`; parts that repeat from line to line (the
-    platform, the dispatch chains, the compilation settings, the problems the caches
-    hand out) are encoded once.
-    """
+
+def with_extra(body: str, extra: dict[str, Any]) -> str:
+    """A :func:`json_body` with ``extra`` keys added and the object closed."""
+    parts = [body]
+    for key, value in extra.items():
+        parts += [",", _fragment(("k", key), key), ":", _ENCODE(value)]
+    parts.append("}")
+    return "".join(parts)
+
+
+def json_body(result: Resolution | Failure, *, strict: bool = False) -> str:
+    """The contract object (:func:`as_data`) as compact JSON, still open (no closing
+    brace) so that a batch line's keys can follow. Parts that repeat from line to line
+    (the platform, the dispatch chains, the compilation settings, the problems the
+    caches hand out) are encoded once."""
     if isinstance(result, Failure):
-        data = as_data(result, strict=strict)
-        data.update(extra)
-        return _ENCODE(data)
+        return _ENCODE(as_data(result, strict=strict))[:-1]
     release = result.release
     comp = result.compilation
     par = result.parallel
@@ -236,9 +249,6 @@ def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bo
         ',"selection":',
         _selection_json(result.selection or None),
     ]
-    for key, value in extra.items():
-        parts += [",", _fragment(("k", key), key), ":", _ENCODE(value)]
-    parts.append("}")
     return "".join(parts)
 
 

@@ -1,0 +1,108 @@
+"""A batch line whose words recur is made once, and nothing a reader sees changes: the
+JSON lines equal those made line by line, and a line that reads a file (``--config``,
+the model's config.json) is read again each time it recurs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelcfg.base.answers import Answers
+from kernelcfg.commands import pipeline
+from kernelcfg.output import parallel, render
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "docs" / "examples" / "deepseek-r1"
+
+REPEATED = [
+    ["--device", "h100", "--moe-backend", "triton"],
+    ["--device", "mi300x", "--moe-backend", "deep_gemm", "--linear-backend", "cutlass"],
+    ["--device", "b200", "--moe-backend", "nonsense"],
+    ["--device", "cpu", "-O3", "--ir-op-priority.rms_norm=native"],
+    ["--moe-backend", "triton"],
+]
+
+
+def _one_by_one(raws: list[str], matrix: list[dict[str, str]]) -> list[str]:
+    """Each line resolved and rendered on its own (the path without kept lines)."""
+    out = []
+    for line in pipeline.batch(raws, matrix=matrix):
+        code = render.exit_code_under(line.result, strict=False, never=False)
+        extra: dict[str, Any] = {"id": line.id, "exit_code": code}
+        if matrix:
+            extra["matrix"] = line.cell
+        out.append(render.json_line(line.result, extra))
+    return out
+
+
+def _made(lines: Any, matrix: list[dict[str, str]] = (), jobs: int = 1) -> list[str]:  # type: ignore[assignment]
+    chunks = parallel.json_lines(lines, [], matrix, jobs=jobs, strict=False, never=False)
+    return b"".join(c.data for c in chunks).decode().splitlines()
+
+
+@pytest.mark.parametrize("matrix", [[], [{"device": "a100"}, {"device": "l40s"}]])
+def test_repeated_lines_read_as_lines_made_one_by_one(matrix: list[dict[str, str]]) -> None:
+    raws = [json.dumps({"id": f"n{i}", "argv": REPEATED[i % 5]}) for i in range(40)]
+    raws += [json.dumps(REPEATED[i % 5]) for i in range(10)]  # no id: the line number
+    assert _made(raws, matrix) == _one_by_one(raws, matrix)
+
+
+def test_repeated_lines_in_workers_read_as_lines_made_one_by_one() -> None:
+    raws = [json.dumps({"id": i, "argv": REPEATED[i % 5]}) for i in range(3 * parallel.CHUNK)]
+    assert _made(raws, jobs=2) == _one_by_one(raws, [])
+
+
+def _rewriting(first: str, then: Any, again: str) -> Iterator[str]:
+    """``first``, then (after it was made) ``then()`` runs, then ``again``."""
+    yield first
+    then()
+    yield again
+
+
+def test_a_config_file_is_read_again_when_its_line_recurs(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("moe-backend: triton\n")
+    line = json.dumps(["--device", "h100", "--config", str(config)])
+    made = _made(_rewriting(line, lambda: config.write_text("moe-backend: cutlass\n"), line))
+    backends = [json.loads(m)["kernel_config"]["moe_backend"] for m in made]
+    assert backends == ["triton", "cutlass"]
+
+
+def test_a_model_config_is_read_again_when_its_line_recurs(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(MODEL, model)
+    line = json.dumps(["--device", "h100", "--hf-config-path", str(model)])
+
+    def other_model() -> None:
+        data = json.loads((model / "config.json").read_text())
+        data["architectures"] = ["Qwen3MoeForCausalLM"]
+        (model / "config.json").write_text(json.dumps(data) + "\n" * 7)  # new size and mtime
+
+    made = _made(_rewriting(line, other_model, line))
+    archs = [json.loads(m)["model"]["architectures"] for m in made]
+    assert archs == [["DeepseekV3ForCausalLM"], ["Qwen3MoeForCausalLM"]]
+
+
+def test_what_is_kept_is_only_lines_that_read_no_file() -> None:
+    request = pipeline.Request()
+    plain = ("--device", "h100", "--moe-backend", "triton")
+    assert pipeline.repeatable(plain, pipeline.resolve_words(plain, request))
+    for words in [
+        ("--device", "h100", "--config", "/nonexistent.yaml"),
+        ("--device", "h100", "--hf-config-path", str(MODEL)),
+        ("--device", "h100", "vllm", "serve", "org/not-cached-here"),
+        ("--device", "h100", "--moe-backend", "no-such-backend"),
+    ]:
+        assert not pipeline.repeatable(words, pipeline.resolve_words(words, request)), words
+
+
+def test_kept_lines_are_bounded() -> None:
+    kept: Answers[int, int] = Answers(3)
+    for i in range(10):
+        kept.keep(i, i)
+    assert [kept.find(i) for i in range(5)] == [0, 1, 2, None, None]
