@@ -139,7 +139,9 @@ def torch_imported() -> bool:
     return any(line.rstrip().endswith(" torch") for line in proc.stderr.splitlines())
 
 
-def _lines(count: int, seed: int = 7) -> list[str]:
+def _lines(count: int, seed: int = 7, *, distinct: bool = False) -> list[str]:
+    """Random resolve lines (about a fifth repeat an earlier line's words; with
+    ``distinct``, none does)."""
     from kernelcfg.vllm import releases
 
     release = releases.load(None)
@@ -148,8 +150,9 @@ def _lines(count: int, seed: int = 7) -> list[str]:
     linear = list(release.choices("linear_backend"))
     sparse = list(release.choices("sparse_indexer_topk_backend"))
     devices = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "cpu", "a100"]
-    out = []
-    for i in range(count):
+    out: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    while len(out) < count:
         argv = ["--device", rng.choice(devices), "--moe-backend", rng.choice(moe)]
         if rng.random() < 0.6:
             argv += ["--linear-backend", rng.choice(linear)]
@@ -163,17 +166,20 @@ def _lines(count: int, seed: int = 7) -> list[str]:
             argv.append(f"--ir-op-priority.rms_norm={rng.choice(['native', 'vllm_c', 'oink'])}")
         if rng.random() < 0.2:
             argv += ["--env", f"VLLM_ROCM_USE_AITER={rng.randint(0, 1)}"]
-        out.append(json.dumps({"id": i, "argv": argv}))
+        if distinct and tuple(argv) in seen:
+            continue
+        seen.add(tuple(argv))
+        out.append(json.dumps({"id": len(out), "argv": argv}))
     return out
 
 
-def batch_rate(count: int, jobs: str = "1") -> dict[str, float]:
+def batch_rate(count: int, jobs: str = "1", *, distinct: bool = False) -> dict[str, float]:
     """Lines per second of ``resolve --batch FILE > OUT`` (the output goes to a file, as
     a pipeline's ``> out.jsonl`` would: reading 50 MB back through a pipe and decoding
     it here would be this harness's work on the same CPUs)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lines.jsonl"
-        path.write_text("\n".join(_lines(count)) + "\n")
+        path.write_text("\n".join(_lines(count, distinct=distinct)) + "\n")
         out = Path(tmp) / "out.jsonl"
         cmd = [PY, "-m", "kernelcfg", "resolve", "--batch", str(path), "--jobs", jobs]
         with out.open("wb") as fh:
@@ -305,6 +311,7 @@ def main() -> None:
     runs = [batch_rate(lines) for _ in range(3)]
     best = max(runs, key=lambda r: r["per_second"])
     parallel = [batch_rate(lines, "auto") for _ in range(3)]
+    distinct = [batch_rate(lines, "auto", distinct=True) for _ in range(3)]
     selection = selection_cost(lines // 4)
     best_parallel = max(parallel, key=lambda r: r["per_second"])
     report = {
@@ -316,6 +323,7 @@ def main() -> None:
         "batch_rates": [round(r["per_second"]) for r in runs],
         "batch_jobs_auto_best_of_3": best_parallel,
         "batch_jobs_auto_rates": [round(r["per_second"]) for r in parallel],
+        "batch_jobs_auto_distinct_lines_rates": [round(r["per_second"]) for r in distinct],
         "cpus": parallel_jobs(),
         "selection_cost": selection,
     }
