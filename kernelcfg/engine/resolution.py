@@ -310,11 +310,11 @@ def check_context(
 ) -> constraints.Context:
     """The backend-check context of a command line's inputs (the scheme as far as the
     flags and the model's config say)."""
-    from kernelcfg.checks import constraints
+    from kernelcfg.checks.constraints import Context  # from a module: no fromlist walk
     from kernelcfg.vllm.quantization import scheme_from_quantization, schemes_of_quantization
 
     scheme = inputs.quant_scheme or scheme_from_quantization(inputs.quantization)
-    return constraints.Context(
+    return Context(
         target,
         version,
         scheme,
@@ -339,11 +339,11 @@ def _constraints(
     if not named and not per_quant:
         return
     # Only when a backend is named: keeps cold start lean.
-    from kernelcfg.checks import constraints
+    from kernelcfg.checks.constraints import check
     from kernelcfg.vllm.quantization import per_quant_keys
 
     ctx = check_context(result.target, release.version, inputs, all2all)
-    verdicts = [constraints.check(name, str(value), ctx) for name, value in named]
+    verdicts = [check(name, str(value), ctx) for name, value in named]
     keys = per_quant_keys(release.version) if per_quant else {}
     for key, value in per_quant.items():
         if key not in keys:
@@ -359,7 +359,7 @@ def _constraints(
             continue
         if value == "auto" or (ctx.scheme is not None and ctx.scheme not in keys[key]):
             continue
-        verdict = constraints.check("linear_backend_per_quant", value, ctx, schemes=keys[key])
+        verdict = check("linear_backend_per_quant", value, ctx, schemes=keys[key])
         verdicts.append(verdict)
     for verdict in verdicts:
         problem = verdict.named_problem

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
+from kernelcfg.commands import pipeline
+from kernelcfg.output import render
 
 if TYPE_CHECKING:
     from kernelcfg.commands.pipeline import Request, Words
@@ -97,8 +99,6 @@ _Item = tuple[int, str | tuple[str, str | None]]
 
 def _render(items: list[_Item], policy: _Policy) -> Rendered:
     """Resolve and render a chunk of numbered lines."""
-    from kernelcfg.commands import pipeline
-
     texts: list[str] = []
     codes: dict[int, int] = {}
     tracebacks: list[str] = []
@@ -116,7 +116,7 @@ def _render(items: list[_Item], policy: _Policy) -> Rendered:
         extra: dict[str, Any] = {"id": item.id, "exit_code": made.code}
         if policy.matrix != ({},):
             extra["matrix"] = item.cell
-        texts.append(_with_extra(made.body, extra))
+        texts.append(render.with_extra(made.body, extra))
         if made.traceback:
             tracebacks.append(made.traceback)
         if fallback is None:
@@ -127,8 +127,6 @@ def _render(items: list[_Item], policy: _Policy) -> Rendered:
 
 def _made(item: Words, policy: _Policy) -> _Made:
     """A line's words resolved and rendered, or what was made for them before."""
-    from kernelcfg.commands import pipeline
-
     found = policy.made.find(item.words)
     if found is not None:
         return found
@@ -140,8 +138,6 @@ def _made(item: Words, policy: _Policy) -> _Made:
 
 
 def _make(result: Any, policy: _Policy) -> _Made:
-    from kernelcfg.output import render
-
     target = getattr(result, "target", None)
     return _Made(
         render.json_body(result, strict=policy.strict),
@@ -149,12 +145,6 @@ def _make(result: Any, policy: _Policy) -> _Made:
         (target.note or "") if target is not None and target.source == "fallback" else None,
         getattr(result, "traceback", None),
     )
-
-
-def _with_extra(body: str, extra: dict[str, Any]) -> str:
-    from kernelcfg.output.render import with_extra
-
-    return with_extra(body, extra)
 
 
 _WORKER_POLICY: _Policy | None = None
@@ -198,10 +188,8 @@ def json_lines(
 ) -> Iterator[Rendered]:
     """Every batch line rendered, in input order, by ``jobs`` worker processes (a
     :class:`Rendered` per chunk of lines)."""
-    from kernelcfg.commands.pipeline import Request
-
     cells = tuple(dict(c) for c in matrix) or ({},)
-    policy = _Policy(Request(), tuple(common), cells, strict, never)
+    policy = _Policy(pipeline.Request(), tuple(common), cells, strict, never)
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for chunk in _chunks(lines, 1):  # each line as soon as it is read (a pipe)
             yield _render(chunk, policy)
