@@ -9,6 +9,7 @@ import json
 import shlex
 from typing import Any
 
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.json_text import compact
 from kernelcfg.commands.pipeline import Failure
 from kernelcfg.engine.resolution import Resolution
@@ -137,15 +138,14 @@ def all_sources(result: Resolution) -> dict[str, str]:
 
 
 _ENCODE = compact
-_FRAGMENTS: dict[object, str] = {}
+_FRAGMENTS: Answers[object, str] = Answers(4096)
+"""The JSON of values that repeat from line to line (a release, a platform, the parallel
+and compilation settings, the dispatch chains, a key), by a key that says them."""
 
 
 def _fragment(key: object, value: Any) -> str:
     """The compact JSON of a value that repeats across lines, encoded once."""
-    found = _FRAGMENTS.get(key)
-    if found is None:
-        found = _FRAGMENTS[key] = _ENCODE(value)
-    return found
+    return _FRAGMENTS.get(key, lambda: _ENCODE(value))
 
 
 _SHARED: dict[int, tuple[object, str]] = {}
@@ -181,10 +181,7 @@ def _factors_json(result: Resolution) -> str:
 
 
 def _platform_json(result: Resolution) -> str:
-    found = _FRAGMENTS.get(result.target)
-    if found is None:
-        found = _FRAGMENTS[result.target] = _ENCODE(result.target.as_dict())
-    return found
+    return _FRAGMENTS.get(result.target, lambda: _ENCODE(result.target.as_dict()))
 
 
 def json_line(result: Resolution | Failure, extra: dict[str, Any], *, strict: bool = False) -> str:
