@@ -193,7 +193,9 @@ def batch_rate(count: int, jobs: str = "1", *, distinct: bool = False) -> dict[s
 
 
 def _selection_lines(count: int, seed: int = 11) -> list[str]:
-    """Lines that leave every backend on auto, across targets and parallel layouts."""
+    """Lines that leave every backend on auto, across targets and parallel layouts; each
+    line's words differ (``--max-num-seqs``, which no kernel reads), so that neither run
+    reuses what it made for a repeated line and the ratio is the model's picks alone."""
     rng = random.Random(seed)
     devices = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "a100", "l40s"]
     layouts = [[], ["-tp", "8"], ["-tp", "8", "--enable-expert-parallel"], ["-dp", "8"]]
@@ -202,6 +204,7 @@ def _selection_lines(count: int, seed: int = 11) -> list[str]:
         argv = ["--device", rng.choice(devices), *rng.choice(layouts)]
         if rng.random() < 0.3:
             argv += ["--install", rng.choice(["image", "minimal"])]
+        argv += ["--max-num-seqs", str(64 + i)]
         out.append(json.dumps({"id": i, "argv": argv}))
     return out
 
