@@ -52,6 +52,7 @@ def test_repeated_lines_read_as_lines_made_one_by_one(matrix: list[dict[str, str
     assert _made(raws, matrix) == _one_by_one(raws, matrix)
 
 
+@pytest.mark.slow
 def test_repeated_lines_in_workers_read_as_lines_made_one_by_one() -> None:
     raws = [json.dumps({"id": i, "argv": REPEATED[i % 5]}) for i in range(3 * parallel.CHUNK)]
     assert _made(raws, jobs=2) == _one_by_one(raws, [])

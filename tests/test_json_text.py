@@ -31,14 +31,14 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(values)
 def test_compact_is_jsons_compact_text(value: Any) -> None:
     expected = json.dumps(value, separators=(",", ":"), allow_nan=False)
     assert compact(value) == expected
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(values)
 def test_canonical_is_json_dumps_with_sorted_keys(value: Any) -> None:
     assert canonical(value) == json.dumps(value, sort_keys=True)
