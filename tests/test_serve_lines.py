@@ -315,3 +315,59 @@ def test_published_lines_vllm_034_refuses(line: dict[str, Any]) -> None:
     )
     assert isinstance(result, Failure), line["id"]
     assert result.problem.exit_code == 2
+
+
+def _dotted_value_as_vllm(text: str) -> object:
+    """vLLM's rule for a dotted option's value, written out: JSON, else a human-readable
+    integer, else the text."""
+    import json as json_mod
+
+    from kernelcfg.flags.serve_parser import human_readable_int
+
+    try:
+        return json_mod.loads(text)
+    except json_mod.JSONDecodeError:
+        pass
+    try:
+        return human_readable_int(text)
+    except (ValueError, OverflowError, argparse.ArgumentTypeError):
+        return text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "vllm_c",
+        "native",
+        "true",
+        "True",
+        " null ",
+        "NaN",
+        "-Infinity",
+        "Infinity",
+        "inf",
+        "1k",
+        "8K",
+        "1.5k",
+        "-1",
+        "nullx",
+        "",
+        " ",
+        "\u2003x",
+        "\u0663",
+        "[1, 2]",
+        '"q"',
+        "x y",
+    ],
+)
+def test_dotted_values_read_as_vllm_reads_them(text: str) -> None:
+    import math
+
+    from kernelcfg.flags.argv import _dotted_value
+
+    found, expected = _dotted_value(text), _dotted_value_as_vllm(text)
+    assert type(found) is type(expected)
+    if isinstance(found, float) and math.isnan(found):
+        assert math.isnan(expected)  # type: ignore[arg-type]
+    else:
+        assert found == expected

@@ -300,7 +300,18 @@ def _rewrite(tokens: list[str]) -> list[str]:
     return out
 
 
+_JSON_WORDS = frozenset({"true", "false", "null", "NaN", "Infinity"})
+"""The JSON values that start with a letter."""
+
+
 def _dotted_value(text: str) -> Any:
+    """A dotted option's value as vLLM reads it: JSON, else a human-readable integer,
+    else the text. A word that starts with an ASCII letter and is not one of JSON's
+    words is neither (neither ``json.loads`` nor ``int`` reads it), so it is the text
+    at once: two exceptions saved on most dotted values (``…rms_norm=vllm_c``)."""
+    head = text.lstrip(" \t\n\r")[:1]
+    if head.isascii() and head.isalpha() and text.strip(" \t\n\r") not in _JSON_WORDS:
+        return text
     try:
         return json.loads(text)
     except json.JSONDecodeError:
