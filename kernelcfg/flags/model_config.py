@@ -11,6 +11,7 @@ its shape), and says where they came from.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,14 @@ def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> 
     for candidate, source in ((hf_config_path, "--hf-config-path"), (inputs.model, "local folder")):
         if not candidate:
             continue
-        config_file = _local_config(candidate)
-        if config_file is None:
+        found = _local_config(candidate)
+        if found is None:
             if source == "local folder" and _from_cache(inputs, candidate, env):
                 return
             _note_not_local(inputs, candidate, given=source == "--hf-config-path")
             continue
-        _apply(inputs, *_load(config_file), config_file, source)
+        config_file, info = found
+        _apply(inputs, *_load(config_file, info), config_file, source)
         return
 
 
@@ -80,15 +82,18 @@ def _snapshot(folder: Path) -> Path | None:
     return max(snapshots, key=lambda p: p.stat().st_mtime, default=None)
 
 
-def _load(config_file: str) -> tuple[dict[str, Any], tuple[str, int, int, int] | None]:
-    """The parsed file and its identity, read once per process while it is unchanged (a
-    batch names the same model line after line: ``make bench`` measured reading it as a
-    fifth of a resolve with a model)."""
-    try:
-        stat = os.stat(config_file)
-    except OSError:
-        return _parse(config_file), None
-    key = (config_file, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+def _load(
+    config_file: str, info: os.stat_result | None = None
+) -> tuple[dict[str, Any], tuple[str, int, int, int] | None]:
+    """The parsed file and its identity (``info``: its ``stat``, when already taken),
+    read once per process while it is unchanged (a batch names the same model line after
+    line: ``make bench`` measured reading it as a fifth of a resolve with a model)."""
+    if info is None:
+        try:
+            info = os.stat(config_file)
+        except OSError:
+            return _parse(config_file), None
+    key = (config_file, info.st_ino, info.st_size, info.st_mtime_ns)
     return _LOADED.get(key, lambda: _parse(config_file)), key
 
 
@@ -109,12 +114,25 @@ def _parse(config_file: str) -> dict[str, Any]:
     return data
 
 
-def _local_config(candidate: str) -> str | None:
-    """The ``config.json`` a model path names, or ``None`` when it names none here."""
-    if bounded.file_problem(candidate) is None:
-        return candidate if Path(candidate).name == "config.json" else None
-    inside = str(Path(candidate) / "config.json")
-    return inside if bounded.file_problem(inside) is None else None
+def _local_config(candidate: str) -> tuple[str, os.stat_result] | None:
+    """The ``config.json`` a model path names and its ``stat``, or ``None`` when it names
+    none here (one ``stat`` for a folder, the common case: a batch asks line after line)."""
+    inside = os.path.join(candidate, "config.json")
+    info = _regular(inside)
+    if info is not None:
+        return inside, info
+    info = _regular(candidate) if os.path.basename(candidate) == "config.json" else None
+    return (candidate, info) if info is not None else None
+
+
+def _regular(path: str) -> os.stat_result | None:
+    """``path``'s ``stat`` when it is a regular file (what :func:`bounded.file_problem`
+    accepts), else ``None``."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):  # ValueError: an embedded NUL
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def _note_not_local(inputs: Inputs, candidate: str, *, given: bool) -> None:
