@@ -130,3 +130,10 @@ def test_kernel_hash_is_the_digest_of_its_factors(version: str) -> None:
         factors, digest = hashing.kernel_hash(release, values)
         assert factors == hashing.kernel_factors(release, values)
         assert digest == _sha256_of_json(factors) == hashing.digest(factors), values
+
+
+def test_factors_handed_out_are_the_callers_own() -> None:
+    api = for_version("0.34.0")
+    first = api.KernelConfig().hash_factors()
+    first["ir_op_priority"]["_impls"].clear()
+    assert api.KernelConfig().hash_factors()["ir_op_priority"]["_impls"]

@@ -1,9 +1,9 @@
 """JSON text written by encoders made once per process.
 
 ``json.dumps`` and ``JSONEncoder.encode`` build a new C encoder on every call; a batch
-line encodes about twenty values, and building them was a tenth of its cost (``make
-bench``). The encoders here are built once and give exactly ``json``'s text: where the C
-encoder is missing, ``json``'s own functions are used.
+line encoded about twenty values, and building the encoders was about 5% of its cost
+(``make bench``). The encoders here are built once and give exactly ``json``'s text:
+where the C encoder is missing, ``json``'s own functions are used.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from kernelcfg.commands import pipeline
 from kernelcfg.output import render
 
 if TYPE_CHECKING:
-    from kernelcfg.commands.pipeline import Request, Words
+    from kernelcfg.commands.pipeline import Failure, Request, Words
+    from kernelcfg.engine.resolution import Resolution
 
 __all__ = ["CHUNK", "Rendered", "available_jobs", "json_lines"]
 
@@ -137,8 +138,8 @@ def _made(item: Words, policy: _Policy) -> _Made:
     return made
 
 
-def _make(result: Any, policy: _Policy) -> _Made:
-    target = getattr(result, "target", None)
+def _make(result: Resolution | Failure, policy: _Policy) -> _Made:
+    target = result.target
     return _Made(
         render.json_body(result, strict=policy.strict),
         render.exit_code_under(result, strict=policy.strict, never=policy.never),
@@ -147,21 +148,19 @@ def _make(result: Any, policy: _Policy) -> _Made:
     )
 
 
-_WORKER_POLICY: _Policy | None = None
-"""The run's policy in a worker process, set once when the worker starts."""
+_IN_WORKER: dict[str, _Policy] = {}
+"""The run's policy in a worker process (under ``"policy"``), set when the worker starts."""
 
 
 def _start_worker(policy: _Policy) -> None:
-    global _WORKER_POLICY  # noqa: PLW0603  # one per worker process, set at its start
-    _WORKER_POLICY = policy
+    _IN_WORKER["policy"] = policy
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _render_in_worker(items: list[_Item]) -> Rendered:
     """A worker's task: :func:`_render` under the policy it was started with (so what it
     keeps for repeated lines lasts the whole run)."""
-    assert _WORKER_POLICY is not None
-    return _render(items, _WORKER_POLICY)
+    return _render(items, _IN_WORKER["policy"])
 
 
 def _chunks(lines: Iterable[str | KernelcfgError], size: int) -> Iterator[list[_Item]]:

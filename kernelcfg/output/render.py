@@ -150,10 +150,9 @@ def _fragment(key: object, value: Any) -> str:
 
 _SHARED: dict[int, tuple[object, str]] = {}
 """Encoded selections and hash factors, by the identity of the (cached, never changed)
-object: batch lines repeat the same walk and the same configuration, and their JSON
-(kilobytes of candidates, of provider uuids) was a third of the cost of a line with a
-model and a tenth of a plain one (``make bench``). The entry holds the object, so its id
-is never reused while the entry stands."""
+object: batch lines repeat the same walk and the same configuration, and the walk's
+JSON (kilobytes of candidates) was a third of the cost of a line with a model (``make
+bench``). The entry holds the object, so its id is never reused while the entry stands."""
 
 
 def _shared(value: Any) -> str:

@@ -10,6 +10,7 @@ default separators.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -220,8 +221,13 @@ SCHEME_WORDS = {
 
 
 def kernel_factors(release: Release, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Exactly what the release digests for a kernel config (its hash scheme's factors)."""
-    return SCHEMES[release.hash_scheme](release, values)[0]
+    """Exactly what the release digests for a kernel config (its hash scheme's factors),
+    the caller's own to change (the cached IR-op factor is copied)."""
+    factors = SCHEMES[release.hash_scheme](release, values)[0]
+    ir = release.ir_field
+    if ir is not None and isinstance(factors.get(ir), dict):
+        factors[ir] = copy.deepcopy(factors[ir])
+    return factors
 
 
 def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -238,6 +244,7 @@ def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, 
 
 
 _HASHES: Answers[tuple[object, ...], tuple[dict[str, Any], str]] = Answers(8192)
+"""The factors and digest of each configuration already hashed, by what the hash reads."""
 
 
 def _values_key(release: Release, values: Mapping[str, Any]) -> tuple[object, ...]:
@@ -255,6 +262,7 @@ def _values_key(release: Release, values: Mapping[str, Any]) -> tuple[object, ..
 
 @cache
 def _key_plan(release: Release) -> tuple[tuple[str, ...], str | None]:
+    """The fields :func:`_values_key` reads (in order) and the IR-op priority field."""
     return tuple(name for name, _ in _hashed(release)), release.ir_field
 
 
