@@ -750,8 +750,10 @@ _CONTEXT_CHOICES: dict[str, tuple[str, Callable[[], Sequence[str]]]] = {
 """The context options with a fixed list of values: what a value is called, and the list."""
 
 
+@cache
 def _flag(release: Release, dest: str) -> str:
-    """The option string vLLM names an option by (its first long form)."""
+    """The option string vLLM names an option by (its first long form); asked for every
+    option of every line, so answered once per release and option."""
     return serve_parser.options(release).flag(dest)
 
 
