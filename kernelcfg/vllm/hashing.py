@@ -253,11 +253,7 @@ def _values_key(release: Release, values: Mapping[str, Any]) -> tuple[object, ..
     fields = tuple(map(values.__getitem__, names))
     if ir is None:
         return (release, fields)
-    lists = values[ir]
-    try:
-        return (release, fields, tuple(map(tuple, map(lists.__getitem__, release.ir_ops))))
-    except (KeyError, TypeError):  # an op without a list: as _ir_key reads it
-        return (release, fields, _ir_key(release, lists))
+    return (release, fields, _ir_key(release, values[ir]))
 
 
 @cache
