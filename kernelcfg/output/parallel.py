@@ -45,8 +45,6 @@ class Rendered:
     data: bytes
     """The lines, each ending in a newline, as UTF-8 (encoded by the worker, so the
     parent only writes them)."""
-    lines: int
-    """How many lines ``text`` holds."""
     codes: dict[int, int]
     """How many lines had each exit code under the run's policy."""
     tracebacks: tuple[str, ...] = ()
@@ -54,6 +52,11 @@ class Rendered:
     fallback_note: str | None = None
     """The note of the first line resolved for the CPU fallback (no target given or
     found); ``None`` when none was."""
+
+    @property
+    def lines(self) -> int:
+        """How many lines ``data`` holds (each has one exit code)."""
+        return sum(self.codes.values())
 
 
 def available_jobs() -> int:
@@ -123,7 +126,7 @@ def _render(items: list[_Item], policy: _Policy) -> Rendered:
         if fallback is None:
             fallback = made.fallback
     data = ("\n".join(texts) + "\n").encode("utf-8", "backslashreplace") if texts else b""
-    return Rendered(data, len(texts), codes, tuple(tracebacks), fallback)
+    return Rendered(data, codes, tuple(tracebacks), fallback)
 
 
 def _made(item: Words, policy: _Policy) -> _Made:
