@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import SMALL, Answers, small
 from kernelcfg.commands import pipeline
+from kernelcfg.flags import argv
 from kernelcfg.output import parallel, render
+from kernelcfg.vllm import releases
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "docs" / "examples" / "deepseek-r1"
@@ -107,3 +109,59 @@ def test_kept_lines_are_bounded() -> None:
     for i in range(10):
         kept.keep(i, i)
     assert [kept.find(i) for i in range(5)] == [0, 1, 2, None, None]
+
+
+def _policy() -> parallel._Policy:
+    return parallel._Policy(pipeline.Request(), (), ({},), False, False)
+
+
+def test_a_long_line_is_made_but_not_kept() -> None:
+    """A line of more than SMALL characters is made as any other, and not kept: a batch
+    of mebibyte lines must not fill the memory."""
+    name = "m" * (SMALL + 1)
+    long_words = ("--device", "h100", "--served-model-name", name)
+    short_words = ("--device", "h100", "--served-model-name", "m")
+    policy = _policy()
+    for words in (long_words, short_words):
+        parallel._render([(1, json.dumps(list(words)))], policy)
+    assert policy.made.find(long_words) is None
+    assert policy.made.find(short_words) is not None
+    assert not small(long_words)
+
+
+def test_words_read_once_are_read_alike_again() -> None:
+    """The flags of a line whose words recur (for another target or environment) are
+    read once; each line still gets inputs of its own, equal to a first reading."""
+    release = releases.load(None)
+    words = ["--moe-backend", "triton", "--kernel-config.ir_op_priority.rms_norm=native", "-O3"]
+    argv._READS._kept.clear()
+    first, _ = argv.parse(["--device", "h100", *words], release)
+    assert argv._READS.find((release, *words)) is not None  # --device is not among them
+    first.kernel_config["ir_op_priority"]["rms_norm"] = ["changed by its reader"]
+    again, _ = argv.parse(["--device", "b200", *words], release)
+    argv._READS._kept.clear()
+    fresh, _ = argv.parse(["--device", "b200", *words], release)
+    assert again == fresh
+    assert again.kernel_config == {"ir_op_priority": {"rms_norm": "native"}}
+
+
+def test_words_with_a_long_value_are_not_kept() -> None:
+    release = releases.load(None)
+    argv._READS._kept.clear()
+    words = ["--moe-backend", "triton", "--served-model-name", "m" * (SMALL + 1)]
+    argv.parse(words, release)
+    assert argv._READS.find((release, *words)) is None
+
+
+def test_a_context_with_a_long_environment_value_is_not_kept() -> None:
+    """Verdicts are kept per context, unless its key holds more than SMALL characters
+    of the user's words (here an environment value that a rule reads)."""
+    from kernelcfg.checks.constraints import Context, _env_names
+    from kernelcfg.targets.presets import resolve_target
+
+    target = resolve_target(device="mi300x")
+    name = _env_names()[0]
+    for value, kept in (("long" * SMALL, False), ("short, for this test", True)):
+        Context(target, "0.34.0", env={name: value}).verdicts[("asked",)] = None  # type: ignore[assignment]
+        again = Context(target, "0.34.0", env={name: value}).verdicts
+        assert (("asked",) in again) is kept

@@ -7,10 +7,21 @@ process never grows past it and no answer is ever stale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["Answers"]
+__all__ = ["SMALL", "Answers", "small"]
+
+SMALL = 1024
+"""The most characters of a user's text a kept question may hold. The batch memos key
+answers by a line's words (and a check's by environment values), and a line may hold a
+mebibyte: without this, 4,096 such lines kept would be gigabytes."""
+
+
+def small(texts: Iterable[str]) -> bool:
+    """Whether ``texts`` are short enough (:data:`SMALL` in all) to key a kept answer."""
+    return sum(map(len, texts)) <= SMALL
+
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

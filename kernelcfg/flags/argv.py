@@ -13,6 +13,7 @@ bear on kernels are checked here, with kernelcfg's messages; the others are acce
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import re
 from argparse import ArgumentTypeError
@@ -20,9 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kernelcfg.base import bounded
+from kernelcfg.base.answers import Answers, small
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.base.problems import Problem
 from kernelcfg.flags import model_config, serve_parser
@@ -613,13 +615,77 @@ def parse(
         tokens, insert_at = _serve_line(taken, head)
     if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
         tokens = _expand_config(tokens, inputs.notes, insert_at=insert_at, serve=serve is not None)
-    if any("_" in t or t.startswith(("-O", "--help=")) for t in tokens):
-        tokens = _rewrite(tokens)
-    tokens = _gather_dotted(tokens, inputs.notes)
-    given = serve_parser.parse(release, tokens) if tokens else {}
+        given = _read(release, tokens, inputs.notes)
+    else:
+        given = _read_again(release, tokens, inputs.notes)
     _apply_all(release, inputs, given)
     model_config.read(inputs, given.get("hf_config_path"), env=inputs.env)
     return inputs, ctx
+
+
+def _read(release: Release, tokens: list[str], notes: list[Problem]) -> dict[str, Any]:
+    """What the release's ``vllm serve`` makes of the words, after vLLM's renaming and
+    gathering passes (their warnings go to ``notes``)."""
+    if any("_" in t or t.startswith(("-O", "--help=")) for t in tokens):
+        tokens = _rewrite(tokens)
+    tokens = _gather_dotted(tokens, notes)
+    return serve_parser.parse(release, tokens) if tokens else {}
+
+
+class _Read(NamedTuple):
+    """What :func:`_read` made of a list of words that reads no file."""
+
+    given: dict[str, Any]
+    """Its answer (kept unchanged: each line gets a copy)."""
+    notes: tuple[Problem, ...]
+    """The warnings it wrote."""
+    gathered: tuple[str, ...]
+    """The options whose value is a gathered dotted value (a word carrying its parsed
+    mapping, which each line gets its own copy of)."""
+
+
+_READS: Answers[tuple[object, ...], _Read] = Answers(8192)
+""":func:`_read`'s answers by release and words (:func:`small` ones). A batch repeats
+the same flags for many targets and environments (kernelcfg's own options are not
+among the words), and the passes and the parser were a fifth of a line's cost
+(``make bench``)."""
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
+def _read_again(release: Release, tokens: list[str], notes: list[Problem]) -> dict[str, Any]:
+    """:func:`_read` for words that read no file, answered once per distinct list."""
+    key = (release, *tokens)
+    found = _READS.find(key)
+    if found is None:
+        written: list[Problem] = []
+        given = _read(release, tokens, written)
+        notes += written
+        kept = _keepable(given, written) if small(tokens) else None
+        if kept is not None:
+            _READS.keep(key, kept)
+        return given if kept is None else _fresh(kept)
+    notes += found.notes
+    return _fresh(found)
+
+
+def _keepable(given: dict[str, Any], notes: list[Problem]) -> _Read | None:
+    """``given`` as kept, or ``None`` where a value could be changed by its reader."""
+    gathered = []
+    for dest, value in given.items():
+        if type(value) is _Token and isinstance(value.parsed, dict):
+            gathered.append(dest)
+        elif type(value) not in _IMMUTABLE and dest not in ("_origins", "_earlier"):
+            return None
+    return _Read(dict(given), tuple(notes), tuple(gathered))
+
+
+def _fresh(kept: _Read) -> dict[str, Any]:
+    """A line's own copy of a kept answer (:func:`_apply_all` takes it apart)."""
+    given = dict(kept.given)
+    for dest in kept.gathered:
+        word = given[dest]
+        given[dest] = _token(str(word), word.origin, copy.deepcopy(word.parsed))
+    return given
 
 
 @cache
