@@ -427,7 +427,23 @@ def _nest(key_path: str, value_text: str) -> tuple[str, dict[str, Any]]:
     return key, nested
 
 
+_CHOSEN: Answers[tuple[Release, str, str], str] = Answers(1024)
+"""Backend values already accepted, by release, option and the value as written."""
+
+
 def _choice(release: Release, dest: str, flag: str, value: str) -> str:
+    """The value of a choice option as vLLM keeps it (normalised); refused with the
+    allowed values and the closest one when it is not among them."""
+    key = (release, dest, value)
+    found = _CHOSEN.find(key)
+    if found is None:
+        found = _choose(release, dest, flag, value)
+        if small((value,)):
+            _CHOSEN.keep(key, found)
+    return found
+
+
+def _choose(release: Release, dest: str, flag: str, value: str) -> str:
     normalised = values.normalize_backend(value) if dest in _NORMALISED else value
     allowed = list(release.choices(dest))
     if dest == "all2all_backend":
