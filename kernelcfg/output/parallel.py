@@ -12,6 +12,7 @@ lines that read no file (:func:`pipeline.repeatable`), a bounded number of them.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing
 import os
@@ -156,6 +157,10 @@ _IN_WORKER: dict[str, _Policy] = {}
 
 
 def _start_worker(policy: _Policy) -> None:
+    # What the worker inherits is never garbage in it: the collector leaves it alone
+    # instead of walking (and so copying) the parent's pages in every process. Its own
+    # objects are collected as usual. ~2% of a --jobs auto run (make bench, interleaved).
+    gc.freeze()
     _IN_WORKER["policy"] = policy
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
