@@ -51,7 +51,7 @@ unit: $(STAMP)
 	$(PY) -m pytest -q
 
 fast: $(STAMP)  ## the quick subset while editing: no golden vectors, no subprocess storms
-	$(PY) -m pytest -q -m "not slow and not robustness and not golden and not cli"
+	KERNELCFG_QUICK_TESTS=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "not slow and not robustness and not golden and not cli"
 
 test: lint typecheck unit  ## ruff, mypy --strict, pytest
 

@@ -21,9 +21,11 @@ from typer.testing import CliRunner
 
 from kernelcfg.cli import app
 
+from .examples import examples
+
 pytestmark = pytest.mark.robustness
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def invoke(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from kernelcfg.base.json_text import canonical, compact
 
+from .examples import examples
+
 keys = st.one_of(st.text(max_size=6), st.integers(-3, 3), st.booleans(), st.none())
 values = st.recursive(
     st.one_of(
@@ -31,20 +33,20 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(values)
 def test_compact_is_jsons_compact_text(value: Any) -> None:
     expected = json.dumps(value, separators=(",", ":"), allow_nan=False)
     assert compact(value) == expected
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(values)
 def test_canonical_is_json_dumps_with_sorted_keys(value: Any) -> None:
     assert canonical(value) == json.dumps(value, sort_keys=True)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.dictionaries(keys, st.integers(), max_size=4))
 def test_non_string_keys_as_json_writes_them(value: dict[Any, int]) -> None:
     assert compact(value) == json.dumps(value, separators=(",", ":"))

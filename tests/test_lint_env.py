@@ -13,6 +13,7 @@ from kernelcfg.checks.lint_env import _history, lint
 from kernelcfg.vllm import releases
 
 from .cli_helpers import run
+from .examples import examples
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -152,7 +153,7 @@ def test_plain_env_files_read_as_dotenv_reads_them() -> None:
     keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
     values = st.from_regex(r"[A-Za-z0-9_.,:/=+-]{0,12}", fullmatch=True)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(st.lists(st.tuples(keys, values), max_size=8))
     def check(pairs: list[tuple[str, str]]) -> None:
         text = "# a comment\n" + "".join(f"{k}={v}\n" for k, v in pairs)

@@ -18,6 +18,7 @@ from kernelcfg.output import render
 from kernelcfg.vllm import releases, validation
 
 from .cli_helpers import run
+from .examples import examples
 
 RELEASE = releases.load(None)
 API = for_version(None)
@@ -75,7 +76,7 @@ def kernel_inputs(draw: st.DrawFn) -> dict[str, Any]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(kernel_inputs())
 def test_plain_validation_agrees_with_pydantic(given_values: dict[str, Any]) -> None:
     try:
@@ -148,7 +149,7 @@ TOKENS = [
 ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(TOKENS), max_size=10))
 def test_cli_never_crashes(argv: list[str]) -> None:
     result = run("resolve", "--format", "json", *argv)
@@ -158,7 +159,7 @@ def test_cli_never_crashes(argv: list[str]) -> None:
     assert "Traceback" not in result.stderr
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(
@@ -191,7 +192,7 @@ def test_yaml_config_never_crashes(content: dict[str, Any]) -> None:
     json.loads(result.stdout)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.lists(st.sampled_from(TOKENS), max_size=8), min_size=1, max_size=5))
 def test_batch_lines_match_single_objects(lines: list[list[str]]) -> None:
     raw = [json.dumps(line) for line in lines]
