@@ -313,12 +313,13 @@ def check_context(
     from kernelcfg.checks.constraints import Context  # from a module: no fromlist walk
     from kernelcfg.vllm.quantization import scheme_from_quantization, schemes_of_quantization
 
-    scheme = inputs.quant_scheme or scheme_from_quantization(inputs.quantization)
+    method = inputs.quantization  # most lines name none: no lookups then
+    scheme = inputs.quant_scheme or (None if method is None else scheme_from_quantization(method))
     return Context(
         target,
         version,
         scheme,
-        schemes_of_quantization(inputs.quantization) if scheme is None else None,
+        None if scheme is not None or method is None else schemes_of_quantization(method),
         inputs.env,
         tuple(inputs.architectures) if inputs.architectures is not None else None,
         inputs.enable_expert_parallel,
@@ -331,9 +332,9 @@ def _constraints(
 ) -> None:
     """Step 6 (kernelcfg's own): can the chosen backends run on the target?"""
     named = [
-        (name, config.get(name))
+        (name, value)
         for name in _TOP_LEVEL_BACKENDS
-        if config.get(name) not in (None, "auto")
+        if (value := config.get(name)) not in (None, "auto")
     ]
     per_quant = config.get("linear_backend_per_quant") or {}
     if not named and not per_quant:

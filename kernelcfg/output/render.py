@@ -145,7 +145,11 @@ and compilation settings, the dispatch chains, a key), by a key that says them."
 
 def _fragment(key: object, value: Any) -> str:
     """The compact JSON of a value that repeats across lines, encoded once."""
-    return _FRAGMENTS.get(key, lambda: _ENCODE(value))
+    found = _FRAGMENTS.find(key)
+    if found is None:
+        found = _ENCODE(value)
+        _FRAGMENTS.keep(key, found)
+    return found
 
 
 _SHARED: dict[int, tuple[object, str]] = {}

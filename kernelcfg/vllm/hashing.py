@@ -235,12 +235,15 @@ def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, 
     scheme has already encoded are not encoded again). Equal configurations get the
     same answer, made once: a batch repeats them (the bench's 20,000 lines hold 8,384),
     so the factors are shared (read them, never change them)."""
+    key = _values_key(release, values)
     try:
-        key = _values_key(release, values)
-        hash(key)
+        found = _HASHES.find(key)
     except TypeError:  # a mapping among the values (linear_backend_per_quant): not kept
         return _kernel_hash(release, values)
-    return _HASHES.get(key, lambda: _kernel_hash(release, values))
+    if found is None:
+        found = _kernel_hash(release, values)
+        _HASHES.keep(key, found)
+    return found
 
 
 _HASHES: Answers[tuple[object, ...], tuple[dict[str, Any], str]] = Answers(8192)
