@@ -9,7 +9,7 @@ a variable that steers kernel resolution changes here.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -19,7 +19,7 @@ from kernelcfg.vllm import releases
 from kernelcfg.vllm.defaults import env_flag
 from kernelcfg.vllm.rules import environment_problems
 
-__all__ = ["Finding", "lint", "read_env_file"]
+__all__ = ["Finding", "findings", "lint", "read_env_file"]
 
 
 class Finding(NamedTuple):
@@ -78,14 +78,14 @@ def _plain_env(text: str) -> dict[str, str] | None:
 def read_env_file(path: str) -> dict[str, str]:
     """``KEY=VALUE`` lines as shells and ``.env`` tools read them (python-dotenv's
     parser: ``export``, quotes, comments; ``${VAR}`` left as written)."""
-    import io
-
-    from dotenv.parser import parse_stream
-
     text = read_text(path, "--env-file")
     plain = _plain_env(text)
     if plain is not None:
         return plain
+    import io
+
+    from dotenv.parser import parse_stream  # ~20 ms to import: only where needed
+
     out: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):
         where = f"--env-file {path}:{binding.original.line}"
@@ -188,42 +188,35 @@ def retired_attention(environ: Mapping[str, str], release: releases.Release) -> 
 
 def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
     """Findings for the kernel-relevant variables of ``environ`` under ``release``."""
+    return list(findings(environ, release))
+
+
+def findings(environ: Mapping[str, str], release: releases.Release) -> Iterator[Finding]:
+    """:func:`lint`'s findings one by one, in variable order (a reader that shows the
+    first few and counts the rest never holds them all: a file may set 200,000)."""
     history = _history()
     resolution: dict[str, str] = history["resolution"]
     refused = {p.field: p for p in environment_problems(release, environ)}
-    findings: list[Finding] = []
     unknown = 0
     for name in sorted(environ):
         value = environ[name]
         if name in refused:
             problem = refused[name]
-            findings.append(Finding(name, value, problem.severity, problem.code, problem.message))
+            yield Finding(name, value, problem.severity, problem.code, problem.message)
         elif name in resolution and (name in release.envs or not name.startswith("VLLM_")):
             effect = resolution[name]
             if name in release.rules.get("env_flags", {}):
                 state = "on" if env_flag(release, name, environ) else "off"
                 effect = f"reads as {state}; {effect}"
-            findings.append(
-                Finding(name, value, "info", "changes-resolution", f"{name}={value}: {effect}")
-            )
+            yield Finding(name, value, "info", "changes-resolution", f"{name}={value}: {effect}")
         elif not name.startswith("VLLM_"):
             continue
         elif name in release.envs:
             if name in history["steering"]:
-                findings.append(
-                    Finding(
-                        name,
-                        value,
-                        "info",
-                        "steers-kernels",
-                        f"{name}={value}: {history['steering'][name]}",
-                    )
-                )
+                steering = history["steering"][name]
+                yield Finding(name, value, "info", "steers-kernels", f"{name}={value}: {steering}")
         elif name in history["removed"]:
-            findings.append(
-                _removed(name, value, history["removed"][name], environ, release.version)
-            )
+            yield _removed(name, value, history["removed"][name], environ, release.version)
         else:
             unknown += 1
-            findings.append(_unknown(name, value, release, suggest=unknown <= _SUGGESTIONS))
-    return findings
+            yield _unknown(name, value, release, suggest=unknown <= _SUGGESTIONS)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
-    REPORT_FORMATS,
     TABLE_ROWS,
     ReportFormat,
     ReportFormatOption,
@@ -54,29 +54,38 @@ def lint_env(
         environ = lint_mod.read_env_file(env_file) if env_file else dict(os.environ)
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None
+    if fmt is ReportFormat.table:
+        raise typer.Exit(_table(lint_mod.findings(environ, release), release.version))
     findings = lint_mod.lint(environ, release)
     code = max((_finding_code(f) for f in findings), default=0)
     if fmt is ReportFormat.json:
         data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
         write_json(data)
-    elif fmt in REPORT_FORMATS:
+    else:
         from kernelcfg.output.reports import Entry
 
         entries = [Entry(f.variable, _finding_code(f), [f.as_dict()], f.value) for f in findings]
         write_report(fmt, entries)
-    else:
-        from rich.console import Console
-        from rich.table import Table
+    raise typer.Exit(code)
 
-        from kernelcfg.output.render import fold
 
-        table = fold(Table("variable", "value", "finding", title=f"vLLM {release.version}"))
-        for f in findings[:TABLE_ROWS]:
+def _table(findings: Iterator[Any], version: str) -> int:
+    """The first :data:`TABLE_ROWS` findings as a table, and how many there are; the
+    exit code (the rest are counted, never kept)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelcfg.output.render import fold
+
+    table = fold(Table("variable", "value", "finding", title=f"vLLM {version}"))
+    total = code = 0
+    for f in findings:
+        total += 1
+        code = max(code, _finding_code(f))
+        if total <= TABLE_ROWS:
             style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
             table.add_row(cell(f.variable), cell(f.value), cell(f.message, 2000), style=style)
-        if len(findings) > TABLE_ROWS:
-            table.caption = (
-                f"the first {TABLE_ROWS:,} of {len(findings):,} findings; --format json has all"
-            )
-        Console().print(table if findings else "no kernel-relevant variables set")
-    raise typer.Exit(code)
+    if total > TABLE_ROWS:
+        table.caption = f"the first {TABLE_ROWS:,} of {total:,} findings; --format json has all"
+    Console().print(table if total else "no kernel-relevant variables set")
+    return code
