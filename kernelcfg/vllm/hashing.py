@@ -235,8 +235,8 @@ def kernel_hash(release: Release, values: Mapping[str, Any]) -> tuple[dict[str, 
     scheme has already encoded are not encoded again). Equal configurations get the
     same answer, made once: a batch repeats them (the bench's 20,000 lines hold 8,384),
     so the factors are shared (read them, never change them)."""
-    key = _values_key(release, values)
     try:
+        key = _values_key(release, values)
         found = _HASHES.find(key)
     except TypeError:  # a mapping among the values (linear_backend_per_quant): not kept
         return _kernel_hash(release, values)
