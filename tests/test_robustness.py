@@ -214,6 +214,25 @@ def test_special_files_are_refused_not_read(tmp_path: Path, special: str) -> Non
         assert b"cannot read" in done.stderr
 
 
+def test_file_stat_says_the_reason_where_file_problem_does(tmp_path: Path) -> None:
+    """One rule for what a readable file is: ``file_stat`` gives the stat of a regular
+    file, or no stat and the same reason ``file_problem`` gives (the model's config.json
+    is found with the one, refused with the other)."""
+    import os
+
+    from kernelcfg.base import bounded
+
+    regular = tmp_path / "config.json"
+    regular.write_text("{}")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (regular, tmp_path, fifo, tmp_path / "absent", "/dev/null", "nul\0byte"):
+        info, problem = bounded.file_stat(str(path))
+        assert problem == bounded.file_problem(str(path))
+        assert (info is None) == (problem is not None), path
+    assert bounded.file_stat(str(regular))[0].st_size == 2  # type: ignore[union-attr]
+
+
 def test_oversized_files_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     with path.open("wb") as fh:

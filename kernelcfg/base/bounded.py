@@ -31,6 +31,7 @@ __all__ = [
     "check_depth",
     "decode",
     "file_problem",
+    "file_stat",
     "lines",
     "loads_json",
     "loads_yaml",
@@ -81,21 +82,27 @@ def shown(value: object, limit: int = _SHOWN) -> str:
     return text
 
 
-def file_problem(path: str) -> str | None:
-    """Why ``path`` cannot be read as a regular file, or ``None`` when it can."""
+def file_stat(path: str) -> tuple[os.stat_result | None, str | None]:
+    """``path``'s ``stat`` when it is a regular file (``None`` then for the problem);
+    else ``None`` and why it cannot be read as one."""
     try:
         info = os.stat(path)
     except OSError as exc:
-        return exc.strerror or type(exc).__name__
+        return None, exc.strerror or type(exc).__name__
     except ValueError as exc:  # embedded NUL
-        return str(exc)
+        return None, str(exc)
     if stat.S_ISREG(info.st_mode):
-        return None
+        return info, None
     if stat.S_ISDIR(info.st_mode):
-        return "it is a directory"
+        return None, "it is a directory"
     if stat.S_ISFIFO(info.st_mode):
-        return "it is a pipe (FIFO), not a regular file"
-    return "it is a device or special file, not a regular file"
+        return None, "it is a pipe (FIFO), not a regular file"
+    return None, "it is a device or special file, not a regular file"
+
+
+def file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be read as a regular file, or ``None`` when it can."""
+    return file_stat(path)[1]
 
 
 def read_text(path: str, what: str, *, limit: int = MAX_FILE_BYTES) -> str:

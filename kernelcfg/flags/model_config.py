@@ -11,7 +11,6 @@ its shape), and says where they came from.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,9 +60,10 @@ def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
     if snapshot is None:
         return False
     config_file = str(snapshot / "config.json")
-    if bounded.file_problem(config_file) is not None:
+    info = bounded.file_stat(config_file)[0]
+    if info is None:
         return False
-    _apply(inputs, *_load(config_file), config_file, "Hugging Face cache")
+    _apply(inputs, *_load(config_file, info), config_file, "Hugging Face cache")
     return True
 
 
@@ -118,21 +118,11 @@ def _local_config(candidate: str) -> tuple[str, os.stat_result] | None:
     """The ``config.json`` a model path names and its ``stat``, or ``None`` when it names
     none here (one ``stat`` for a folder, the common case: a batch asks line after line)."""
     inside = os.path.join(candidate, "config.json")
-    info = _regular(inside)
+    info = bounded.file_stat(inside)[0]
     if info is not None:
         return inside, info
-    info = _regular(candidate) if os.path.basename(candidate) == "config.json" else None
+    info = bounded.file_stat(candidate)[0] if os.path.basename(candidate) == "config.json" else None
     return (candidate, info) if info is not None else None
-
-
-def _regular(path: str) -> os.stat_result | None:
-    """``path``'s ``stat`` when it is a regular file (what :func:`bounded.file_problem`
-    accepts), else ``None``."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):  # ValueError: an embedded NUL
-        return None
-    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def _note_not_local(inputs: Inputs, candidate: str, *, given: bool) -> None:
