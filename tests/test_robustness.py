@@ -233,6 +233,25 @@ def test_file_stat_says_the_reason_where_file_problem_does(tmp_path: Path) -> No
     assert bounded.file_stat(str(regular))[0].st_size == 2  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("prefix", ["", "kernel-config: ", "a:\n  b: "])
+@pytest.mark.parametrize("extra", [-1, 0, 1, 2, 3000])
+def test_yaml_nesting_is_capped_where_it_is_counted(prefix: str, extra: int) -> None:
+    """A document nested deeper than MAX_DEPTH is refused with one message whether the
+    node walk counts it or the scanner stops at the first flow collection too deep (it
+    would otherwise look ahead over all 3,000 of them, 0.7 s)."""
+    from kernelcfg.base import bounded
+    from kernelcfg.base.errors import ArgumentError
+
+    above = prefix.count(":")  # the mappings around the flow collections
+    flow = bounded.MAX_DEPTH - above + extra
+    text = prefix + "[" * flow + "]" * flow
+    if above + flow <= bounded.MAX_DEPTH:
+        assert bounded.loads_yaml(text, "--config") is not None
+        return
+    with pytest.raises(ArgumentError, match=f"YAML nested deeper than {bounded.MAX_DEPTH} levels"):
+        bounded.loads_yaml(text, "--config")
+
+
 def test_oversized_files_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     with path.open("wb") as fh:
