@@ -7,6 +7,7 @@
 - ``--batch`` throughput on 20,000 varied JSON lines written to a file, in one process
   and with ``--jobs auto`` (one worker per CPU; the 20,000 lines/s target is for this
   one); and on the same lines made all different (no line repeats another's words);
+  and on 3,000 such lines without a device, each resolved for seven by ``--matrix``;
 - what the model's picks cost: the same lines with and without a config.json.
 """
 
@@ -192,6 +193,38 @@ def batch_rate(count: int, jobs: str = "1", *, distinct: bool = False) -> dict[s
     return {"lines": count, "seconds": elapsed, "per_second": count / elapsed}
 
 
+MATRIX_DEVICES = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "cpu", "a100"]
+
+
+def matrix_rate(count: int) -> dict[str, float]:
+    """Results per second of ``resolve --batch FILE --matrix device=…`` (``--jobs auto``):
+    ``count`` lines of the bench's flags without their device, each resolved for the
+    seven devices, as a CI job checks one list of flags across targets."""
+    lines: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for raw in _lines(count * 2, distinct=True):
+        argv = json.loads(raw)["argv"]
+        at = argv.index("--device")
+        words = tuple(argv[:at] + argv[at + 2 :])
+        if words not in seen and len(lines) < count:
+            seen.add(words)
+            lines.append(json.dumps({"id": len(lines), "argv": list(words)}))
+    results = len(lines) * len(MATRIX_DEVICES)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lines.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        out = Path(tmp) / "out.jsonl"
+        cmd = [PY, "-m", "kernelcfg", "resolve", "--batch", str(path)]
+        cmd += ["--matrix", "device=" + ",".join(MATRIX_DEVICES)]
+        with out.open("wb") as fh:
+            start = time.perf_counter()
+            subprocess.run(cmd, stdout=fh, stderr=subprocess.DEVNULL, check=False, env=ENV)
+            elapsed = time.perf_counter() - start
+        if out.read_bytes().count(b"\n") != results:
+            raise SystemExit(f"the matrix run made the wrong number of results ({results} due)")
+    return {"results": results, "seconds": elapsed, "per_second": results / elapsed}
+
+
 def _selection_lines(count: int, seed: int = 11) -> list[str]:
     """Lines that leave every backend on auto, across targets and parallel layouts; each
     line's words differ (``--max-num-seqs``, which no kernel reads), so that neither run
@@ -315,6 +348,7 @@ def main() -> None:
     best = max(runs, key=lambda r: r["per_second"])
     parallel = [batch_rate(lines, "auto") for _ in range(3)]
     distinct = [batch_rate(lines, "auto", distinct=True) for _ in range(3)]
+    matrix = [matrix_rate(3000) for _ in range(3)]
     selection = selection_cost(lines // 4)
     best_parallel = max(parallel, key=lambda r: r["per_second"])
     report = {
@@ -327,6 +361,7 @@ def main() -> None:
         "batch_jobs_auto_best_of_3": best_parallel,
         "batch_jobs_auto_rates": [round(r["per_second"]) for r in parallel],
         "batch_jobs_auto_distinct_lines_rates": [round(r["per_second"]) for r in distinct],
+        "batch_matrix_7_devices_rates": [round(r["per_second"]) for r in matrix],
         "cpus": parallel_jobs(),
         "selection_cost": selection,
     }
