@@ -165,3 +165,15 @@ def test_a_context_with_a_long_environment_value_is_not_kept() -> None:
         Context(target, "0.34.0", env={name: value}).verdicts[("asked",)] = None  # type: ignore[assignment]
         again = Context(target, "0.34.0", env={name: value}).verdicts
         assert (("asked",) in again) is kept
+
+
+def test_list_values_are_kept_and_each_line_gets_its_own() -> None:
+    release = releases.load(None)
+    words = ["--served-model-name", "a", "b", "--moe-backend", "triton"]
+    argv._READS._kept.clear()
+    argv.parse(["--device", "h100", *words], release)
+    kept = argv._READS.find((release, *words))
+    assert kept is not None
+    assert kept.lists == ("served_model_name",)
+    argv._fresh(kept)["served_model_name"].append("changed by its reader")
+    assert argv._fresh(kept)["served_model_name"] == ["a", "b"]

@@ -371,3 +371,48 @@ def test_dotted_values_read_as_vllm_reads_them(text: str) -> None:
         assert math.isnan(expected)  # type: ignore[arg-type]
     else:
         assert found == expected
+
+
+_LIST_WORDS = [
+    "m",
+    "a",
+    "b c",
+    "-1",
+    "-",
+    "--port",
+    "8000",
+    "--served-model-name",
+    "--served-model-name=x",
+    "--api-key",
+    "--enforce-eager",
+    "--max-num-seqs",
+    "--nonsense",
+]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_list_options_read_as_argparse_reads_them(version: str) -> None:
+    """The plain reader takes ``nargs="+"`` options (``--served-model-name a b``) itself
+    only where argparse reads the same: every line it reads, argparse reads alike."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from .examples import examples
+
+    serve = serve_parser.options(releases.load(version))
+
+    @settings(max_examples=examples(400), deadline=None)
+    @given(st.lists(st.sampled_from(_LIST_WORDS), max_size=8))
+    def check(words: list[str]) -> None:
+        plain = serve_parser._plain(serve, ["m", *words])
+        if plain is None:
+            return
+        plain.pop("_earlier", None)
+        parsed = vars(serve.parser.parse_args(["m", *words]))
+        assert parsed.pop("_origins", {}) == plain.pop("_origins")
+        assert parsed == plain
+
+    check()
+    read = serve_parser._plain(serve, ["m", "--served-model-name", "a", "b", "--port", "1"])
+    assert read is not None
+    assert read["served_model_name"] == ["a", "b"]

@@ -658,6 +658,9 @@ class _Read(NamedTuple):
     gathered: tuple[str, ...]
     """The options whose value is a gathered dotted value (a word carrying its parsed
     mapping, which each line gets its own copy of)."""
+    lists: tuple[str, ...]
+    """The options whose value is a list of plain values (``--served-model-name a b``),
+    which each line gets its own copy of."""
 
 
 _READS: Answers[tuple[object, ...], _Read] = Answers(8192)
@@ -686,13 +689,15 @@ def _read_again(release: Release, tokens: list[str], notes: list[Problem]) -> di
 
 def _keepable(given: dict[str, Any], notes: list[Problem]) -> _Read | None:
     """``given`` as kept, or ``None`` where a value could be changed by its reader."""
-    gathered = []
+    gathered, lists = [], []
     for dest, value in given.items():
         if type(value) is _Token and isinstance(value.parsed, dict):
             gathered.append(dest)
+        elif type(value) is list and all(type(v) in _IMMUTABLE for v in value):
+            lists.append(dest)
         elif type(value) not in _IMMUTABLE and dest not in ("_origins", "_earlier"):
             return None
-    return _Read(dict(given), tuple(notes), tuple(gathered))
+    return _Read(dict(given), tuple(notes), tuple(gathered), tuple(lists))
 
 
 def _fresh(kept: _Read) -> dict[str, Any]:
@@ -701,6 +706,8 @@ def _fresh(kept: _Read) -> dict[str, Any]:
     for dest in kept.gathered:
         word = given[dest]
         given[dest] = _token(str(word), word.origin, copy.deepcopy(word.parsed))
+    for dest in kept.lists:
+        given[dest] = list(given[dest])
     return given
 
 
