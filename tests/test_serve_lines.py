@@ -253,6 +253,40 @@ def test_model_read_from_the_hugging_face_cache(tmp_path: Path) -> None:
     assert "KERNELCFG_MODEL_SOURCE='Hugging Face cache'" in env.stdout
 
 
+def test_the_hugging_face_cache_is_found_again_when_the_environment_changes(
+    tmp_path: Path,
+) -> None:
+    """The cache folder is worked out once per set of variables, not once per process:
+    runs in one process under other variables (``HF_HUB_CACHE``, ``HF_HOME``) read their
+    own cache."""
+    archs = {"one": "DeepseekV3ForCausalLM", "two": "Qwen3MoeForCausalLM"}
+    for cache, arch in archs.items():
+        snap = tmp_path / cache / "hub" / "models--org--m" / "snapshots" / "abc"
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text(json.dumps({"architectures": [arch]}))
+    found = []
+    for env in (
+        {"HF_HUB_CACHE": str(tmp_path / "one" / "hub")},
+        {"HF_HOME": str(tmp_path / "two")},
+        {"HF_HUB_CACHE": str(tmp_path / "one" / "hub")},
+        {"HF_HOME": str(tmp_path / "nowhere")},
+    ):
+        done = run(
+            "resolve",
+            "--device",
+            "h100",
+            "--format",
+            "json",
+            "--",
+            "vllm",
+            "serve",
+            "org/m",
+            env=env,
+        )
+        found.append(done.json()["model"]["architectures"])
+    assert found == [[archs["one"]], [archs["two"]], [archs["one"]], None]
+
+
 @pytest.mark.parametrize(
     ("words", "code"),
     [

@@ -11,12 +11,14 @@ its shape), and says where they came from.
 from __future__ import annotations
 
 import os
+from collections import ChainMap
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kernelcfg.base import bounded
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import Answers, small
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.base.problems import Problem
 from kernelcfg.vllm.inputs import Inputs
@@ -42,12 +44,23 @@ def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> 
 
 def hub_cache(env: Mapping[str, str]) -> Path:
     """The Hugging Face hub cache folder, as ``huggingface_hub`` finds it."""
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
-    if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "huggingface" / "hub"
+    found = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("XDG_CACHE_HOME"))
+    home = os.environ.get("HOME")  # what expanduser and Path.home read
+    if small([*filter(None, found), home or ""]):
+        return _hub_cache(*found, home)
+    return _hub_cache.__wrapped__(*found, home)
+
+
+@lru_cache(maxsize=8)
+def _hub_cache(hub: str | None, hf_home: str | None, xdg: str | None, home: str | None) -> Path:
+    """:func:`hub_cache` from the variables it reads (once per set: every batch line that
+    names a model asks, and the path arithmetic cost a sixth of such a line)."""
+    del home  # a key only: expanduser and Path.home read it themselves
+    if hub:
+        return Path(hub).expanduser()
+    if hf_home:
+        return Path(hf_home).expanduser() / "hub"
+    return Path(xdg or str(Path.home() / ".cache")).expanduser() / "huggingface" / "hub"
 
 
 def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
@@ -55,8 +68,12 @@ def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
     parts = model.split("/")
     if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
         return False
-    folder = hub_cache({**os.environ, **env}) / f"models--{parts[0]}--{parts[1]}"
-    snapshot = _snapshot(folder)
+    name = os.path.join(
+        hub_cache(ChainMap(dict(env), os.environ)), f"models--{parts[0]}--{parts[1]}"
+    )
+    if not os.path.isdir(name):  # not downloaded here (most lines): one stat
+        return False
+    snapshot = _snapshot(Path(name))
     if snapshot is None:
         return False
     config_file = str(snapshot / "config.json")
