@@ -253,6 +253,23 @@ def test_model_read_from_the_hugging_face_cache(tmp_path: Path) -> None:
     assert "KERNELCFG_MODEL_SOURCE='Hugging Face cache'" in env.stdout
 
 
+def test_a_batch_lines_environment_names_the_hugging_face_cache(tmp_path: Path) -> None:
+    """A line's own ``env`` (``--env HF_HUB_CACHE=…``) says where its model is cached,
+    as the process environment and the run's ``--env`` do."""
+    snap = tmp_path / "hub" / "models--org--m" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({"architectures": ["Qwen3MoeForCausalLM"]}))
+    lines = [
+        {"env": [f"HF_HUB_CACHE={tmp_path / 'hub'}"], "argv": ["vllm", "serve", "org/m"]},
+        {"argv": ["vllm", "serve", "org/m"]},
+        {"argv": ["--env", f"HF_HUB_CACHE={tmp_path / 'hub'}", "vllm", "serve", "org/m"]},
+    ]
+    (tmp_path / "lines.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
+    done = run("resolve", "--device", "h100", "--batch", str(tmp_path / "lines.jsonl"))
+    found = [json.loads(out)["model"]["architectures"] for out in done.stdout.splitlines()]
+    assert found == [["Qwen3MoeForCausalLM"], None, ["Qwen3MoeForCausalLM"]]
+
+
 def test_the_hugging_face_cache_is_found_again_when_the_environment_changes(
     tmp_path: Path,
 ) -> None:

@@ -635,7 +635,8 @@ def parse(
     else:
         given = _read_again(release, tokens, inputs.notes)
     _apply_all(release, inputs, given)
-    model_config.read(inputs, given.get("hf_config_path"), env=inputs.env)
+    env = {**inputs.env, **ctx.env} if ctx.env else inputs.env  # the line's --env wins
+    model_config.read(inputs, given.get("hf_config_path"), env=env)
     return inputs, ctx
 
 
