@@ -270,6 +270,9 @@ def test_a_batch_lines_environment_names_the_hugging_face_cache(tmp_path: Path) 
     assert found == [["Qwen3MoeForCausalLM"], None, ["Qwen3MoeForCausalLM"]]
 
 
+_JSON_ON_H100 = ("resolve", "--device", "h100", "--format", "json")
+
+
 def test_the_hugging_face_cache_is_found_again_when_the_environment_changes(
     tmp_path: Path,
 ) -> None:
@@ -288,18 +291,7 @@ def test_the_hugging_face_cache_is_found_again_when_the_environment_changes(
         {"HF_HUB_CACHE": str(tmp_path / "one" / "hub")},
         {"HF_HOME": str(tmp_path / "nowhere")},
     ):
-        done = run(
-            "resolve",
-            "--device",
-            "h100",
-            "--format",
-            "json",
-            "--",
-            "vllm",
-            "serve",
-            "org/m",
-            env=env,
-        )
+        done = run(*_JSON_ON_H100, "--", "vllm", "serve", "org/m", env=env)
         found.append(done.json()["model"]["architectures"])
     assert found == [[archs["one"]], [archs["two"]], [archs["one"]], None]
 
