@@ -503,7 +503,7 @@ def _plain_list(
             return None
     convert = serve.converters[raw["dest"]]
     values = [_plain_value(raw, convert, text) for text in texts]
-    return None if _REFUSED in values else (values, word, end)
+    return None if any(v is _REFUSED for v in values) else (values, word, end)
 
 
 _REFUSED = object()
