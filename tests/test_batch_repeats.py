@@ -4,6 +4,7 @@ the model's config.json) is read again each time it recurs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Iterator
@@ -109,6 +110,24 @@ def test_kept_lines_are_bounded() -> None:
     for i in range(10):
         kept.keep(i, i)
     assert [kept.find(i) for i in range(5)] == [0, 1, 2, None, None]
+
+
+def test_no_question_with_more_text_than_its_memo_allows_is_kept() -> None:
+    """Every memo bounds the text of its questions (strings, also inside tuples), so no
+    memo can hold gigabytes of a batch's long words, whichever keeps them."""
+    kept: Answers[object, int] = Answers(10, text=8)
+    questions = [
+        ("a" * 8,),
+        ("a" * 9,),
+        (1, ("abcd", ("efgh",))),
+        (1, ("abcd", ("efghi",))),
+        argv._token("x" * 9, "config file"),  # a str subclass counts as text too
+    ]
+    for number, question in enumerate(questions):
+        assert kept.get(question, functools.partial(int, number)) == number  # answered
+    assert [kept.find(q) for q in questions] == [0, None, 2, None, None]
+    assert small(("a" * SMALL,))
+    assert not small(("a" * SMALL, "b"))
 
 
 def _policy() -> parallel._Policy:

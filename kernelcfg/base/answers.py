@@ -1,26 +1,47 @@
 """Answers already worked out, kept for the questions a batch asks line after line.
 
-One small, bounded cache type for the selection walks (which take their keys from
-everything they read): it keeps the first ``limit`` answers and then stops keeping, so a
+One small, bounded cache type for the memos whose keys need building by hand: it keeps
+the first ``limit`` answers and then stops keeping, and it keeps none whose question
+holds more than ``text`` characters of text (a batch line may hold a mebibyte), so a
 process never grows past it and no answer is ever stale.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["SMALL", "Answers", "small"]
+__all__ = ["LARGE", "SMALL", "Answers", "small"]
 
 SMALL = 1024
-"""The most characters of a user's text a kept question may hold. The batch memos key
-answers by a line's words (and a check's by environment values), and a line may hold a
-mebibyte: without this, 4,096 such lines kept would be gigabytes."""
+"""The most characters of text a kept question holds, unless its memo says otherwise.
+The batch memos key answers by a line's words (and the checks by environment values);
+without a bound, 4,096 lines of a mebibyte kept would be gigabytes."""
+
+LARGE = 16 * 1024
+"""The bound of the memos whose questions hold what a walk reads of a whole platform
+(the engine's environment, the installed libraries, a model's path): a few hundred to a
+few thousand questions, never more than a few tens of mebibytes in all."""
 
 
-def small(texts: Iterable[str]) -> bool:
-    """Whether ``texts`` are short enough (:data:`SMALL` in all) to key a kept answer."""
-    return sum(map(len, texts)) <= SMALL
+def small(key: object, limit: int = SMALL) -> bool:
+    """Whether ``key`` holds at most ``limit`` characters of text (its strings, also
+    inside tuples)."""
+    return _text(key) <= limit
+
+
+def _text(value: object) -> int:
+    if type(value) is not tuple:
+        return len(value) if isinstance(value, str) else 0
+    total = 0
+    stack = [value]  # nested tuples without recursion: a fifth less work per question
+    while stack:
+        for item in stack.pop():
+            if isinstance(item, str):
+                total += len(item)
+            elif type(item) is tuple:
+                stack.append(item)
+    return total
 
 
 K = TypeVar("K", bound=Hashable)
@@ -30,8 +51,9 @@ V = TypeVar("V")
 class Answers(Generic[K, V]):
     """A bounded map from a question to its answer."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, text: int = SMALL) -> None:
         self._limit = limit
+        self._text = text
         self._kept: dict[K, V] = {}
 
     def find(self, key: K) -> V | None:
@@ -39,15 +61,15 @@ class Answers(Generic[K, V]):
         return self._kept.get(key)
 
     def keep(self, key: K, value: V) -> None:
-        """Keep ``value`` as the answer for ``key``, while there is room."""
-        if len(self._kept) < self._limit:
+        """Keep ``value`` as the answer for ``key``, while there is room and the key
+        holds at most ``text`` characters of text."""
+        if len(self._kept) < self._limit and _text(key) <= self._text:
             self._kept[key] = value
 
     def get(self, key: K, make: Callable[[], V]) -> V:
-        """The answer kept for ``key``, else ``make()`` (kept while there is room)."""
+        """The answer kept for ``key``, else ``make()`` (kept as :meth:`keep` keeps)."""
         found = self._kept.get(key)
         if found is None:
             found = make()
-            if len(self._kept) < self._limit:
-                self._kept[key] = found
+            self.keep(key, found)
         return found

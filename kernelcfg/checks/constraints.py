@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any, Literal
 
-from kernelcfg.base.answers import Answers, small
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target, capability_int
 from kernelcfg.vllm.quantization import SCHEMES
@@ -249,11 +249,6 @@ class Context:
             self.all2all_backend,
         )
 
-    def _user_text(self) -> list[str]:
-        """What the key holds of the user's own words: environment values, architectures."""
-        values = [v for v in map(self.env.get, _env_names()) if v is not None]
-        return [*values, *(self.architectures or ())]
-
     @property
     def verdicts(self) -> dict[tuple[object, ...], Verdict]:
         """The verdicts already given in an equal context (found by one lookup of the
@@ -266,8 +261,7 @@ class Context:
             found = _VERDICTS.find(key)
             if found is None:
                 found = {}
-                if small(self._user_text()):
-                    _VERDICTS.keep(key, found)
+                _VERDICTS.keep(key, found)
             object.__setattr__(self, "_verdicts", found)
         return found
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import EngineError, KernelcfgError
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
@@ -150,7 +150,7 @@ def _select(
     return data
 
 
-_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256)
+_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256, text=LARGE)
 """Selections already made in this process: a batch asks the same question line after
 line (``make bench``: a resolve with a selection costs 1.1-1.5x a plain one with it, 3x
 without)."""

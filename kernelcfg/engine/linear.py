@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
@@ -76,7 +76,7 @@ def linear_selection(
     return data
 
 
-_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256)
+_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256, text=LARGE)
 """Selections already made in this process: a batch asks the same question line after
 line (``make bench``: a resolve with a selection costs 1.1x a plain one with it, 3x
 without)."""

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
@@ -111,7 +111,7 @@ def _prepare(
     return _Ready(found, variants, why, layer, tuple(sorted(layer.items())))
 
 
-_READY: Answers[tuple[Any, ...], _Ready | dict[str, Any] | None] = Answers(256)
+_READY: Answers[tuple[Any, ...], _Ready | dict[str, Any] | None] = Answers(256, text=LARGE)
 """The walks' starting points already worked out in this process, by the config.json
 file read and the flags that shape the layer."""
 
@@ -139,7 +139,7 @@ def _unusable(
     return None
 
 
-_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256)
+_ANSWERS: Answers[tuple[Any, ...], tuple[dict[str, Any], Problem | None]] = Answers(256, text=LARGE)
 """Selections already made in this process (a batch asks the same question line after
 line)."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kernelcfg.base import bounded
-from kernelcfg.base.answers import Answers, small
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.base.problems import Problem
 from kernelcfg.flags import model_config, serve_parser
@@ -438,8 +438,7 @@ def _choice(release: Release, dest: str, flag: str, value: str) -> str:
     found = _CHOSEN.find(key)
     if found is None:
         found = _choose(release, dest, flag, value)
-        if small((value,)):
-            _CHOSEN.keep(key, found)
+        _CHOSEN.keep(key, found)
     return found
 
 
@@ -665,7 +664,7 @@ class _Read(NamedTuple):
 
 
 _READS: Answers[tuple[object, ...], _Read] = Answers(8192)
-""":func:`_read`'s answers by release and words (:func:`small` ones). A batch repeats
+""":func:`_read`'s answers by release and words. A batch repeats
 the same flags for many targets and environments (kernelcfg's own options are not
 among the words): ``make bench``'s seven-device ``--matrix`` went from 13,700-14,500 to
 15,700-16,400 results/s with it (``--jobs auto``; one process 8,600 -> 9,600)."""
@@ -680,7 +679,7 @@ def _read_again(release: Release, tokens: list[str], notes: list[Problem]) -> di
         written: list[Problem] = []
         given = _read(release, tokens, written)
         notes += written
-        kept = _keepable(given, written) if small(tokens) else None
+        kept = _keepable(given, written)
         if kept is not None:
             _READS.keep(key, kept)
         return given if kept is None else _fresh(kept)

@@ -13,12 +13,11 @@ from __future__ import annotations
 import os
 from collections import ChainMap
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kernelcfg.base import bounded
-from kernelcfg.base.answers import Answers, small
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.base.problems import Problem
 from kernelcfg.vllm.inputs import Inputs
@@ -43,19 +42,18 @@ def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> 
 
 
 def hub_cache(env: Mapping[str, str]) -> Path:
-    """The Hugging Face hub cache folder, as ``huggingface_hub`` finds it."""
-    found = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("XDG_CACHE_HOME"))
+    """The Hugging Face hub cache folder, as ``huggingface_hub`` finds it (worked out
+    once per set of the variables it reads: every batch line that names a model asks,
+    and the path arithmetic cost a sixth of such a line)."""
+    read = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("XDG_CACHE_HOME"))
     home = os.environ.get("HOME")  # what expanduser and Path.home read
-    if small([*filter(None, found), home or ""]):
-        return _hub_cache(*found, home)
-    return _hub_cache.__wrapped__(*found, home)
+    return _HUB_CACHES.get((*read, home), lambda: _hub_cache(*read))
 
 
-@lru_cache(maxsize=8)
-def _hub_cache(hub: str | None, hf_home: str | None, xdg: str | None, home: str | None) -> Path:
-    """:func:`hub_cache` from the variables it reads (once per set: every batch line that
-    names a model asks, and the path arithmetic cost a sixth of such a line)."""
-    del home  # a key only: expanduser and Path.home read it themselves
+_HUB_CACHES: Answers[tuple[str | None, ...], Path] = Answers(8)
+
+
+def _hub_cache(hub: str | None, hf_home: str | None, xdg: str | None) -> Path:
     if hub:
         return Path(hub).expanduser()
     if hf_home:
@@ -114,7 +112,7 @@ def _load(
     return _LOADED.get(key, lambda: _parse(config_file)), key
 
 
-_LOADED: Answers[tuple[str, int, int, int], dict[str, Any]] = Answers(64)
+_LOADED: Answers[tuple[str, int, int, int], dict[str, Any]] = Answers(64, text=LARGE)
 """The config.json files read in this process (never changed by a reader)."""
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kernelcfg.base.answers import Answers, small
+from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
 from kernelcfg.commands import pipeline
 from kernelcfg.output import render
@@ -137,7 +137,7 @@ def _made(item: Words, policy: _Policy) -> _Made:
         return found
     result = pipeline.resolve_words(item.words, policy.request)
     made = _make(result, policy)
-    if small(item.words) and pipeline.repeatable(item.words, result):
+    if pipeline.repeatable(item.words, result):
         policy.made.keep(item.words, made)
     return made
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.targets.presets import Target, gfx_capability
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import Inputs
@@ -415,7 +415,7 @@ class Selector:
             frozenset(models["mla_model_types"]), dict(models["architectures"])
         )
         self.hf_attrs = _hf_attrs(data)
-        self._picks: Answers[tuple[Any, ...], Selection] = Answers(512)
+        self._picks: Answers[tuple[Any, ...], Selection] = Answers(512, text=LARGE)
 
     def kernel(self, name: str | None) -> str | None:
         """The backend's class name, as vLLM's log names it."""
@@ -931,7 +931,7 @@ def features_of(found: Selector, inputs: Inputs, flash_attn_version: int | None 
     return _FEATURES.get(key, lambda: _features_of(found, inputs, flash_attn_version))
 
 
-_FEATURES: Answers[tuple[Any, ...], Features] = Answers(256)
+_FEATURES: Answers[tuple[Any, ...], Features] = Answers(256, text=LARGE)
 
 
 def _features_of(found: Selector, inputs: Inputs, flash_attn_version: int | None) -> Features:

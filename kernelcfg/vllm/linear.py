@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.vllm import kernel_words, releases
 from kernelcfg.vllm.kernel_words import Where, holds
 
@@ -49,7 +49,7 @@ class LinearModel:
         self.version = version
         self.data = data
         self.kernels: Mapping[str, Mapping[str, Any]] = data["kernels"]
-        self._picks: Answers[tuple[Any, ...], Pick] = Answers(512)
+        self._picks: Answers[tuple[Any, ...], Pick] = Answers(512, text=LARGE)
 
     def where(
         self,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelcfg.base.answers import Answers
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.kernel_words import Where, holds
 
@@ -129,7 +129,7 @@ class MoeModel:
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.data = data
-        self._picks: Answers[tuple[Any, ...], Pick] = Answers(4096)
+        self._picks: Answers[tuple[Any, ...], Pick] = Answers(4096, text=LARGE)
 
     # ---------------------------------------------------------------- inputs
     def pick(self, variant: str, layer: Mapping[str, Any], where: Where) -> Pick:
