@@ -215,6 +215,7 @@ def json_body(result: Resolution | Failure, *, strict: bool = False) -> str:
     chains = result.ir_dispatch
     attention = result.attention
     model = model_data(result)
+    source = _version_source(result)
     parts = [
         '{"format_version":"1","vllm_version":',
         _fragment(("v", release.version), release.version),
@@ -239,7 +240,7 @@ def json_body(result: Resolution | Failure, *, strict: bool = False) -> str:
         ',"problems":[',
         ",".join([p.json for p in result.problems]),
         '],"vllm_version_source":',
-        _fragment(("vs", _version_source(result)), _version_source(result)),
+        _fragment(("vs", source), source),
         ',"model":',
         "null" if model is None else _ENCODE(model),
         ',"attention_config":',
