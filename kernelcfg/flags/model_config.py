@@ -98,16 +98,11 @@ def _snapshot(folder: Path) -> Path | None:
 
 
 def _load(
-    config_file: str, info: os.stat_result | None = None
-) -> tuple[dict[str, Any], tuple[str, int, int, int] | None]:
-    """The parsed file and its identity (``info``: its ``stat``, when already taken),
+    config_file: str, info: os.stat_result
+) -> tuple[dict[str, Any], tuple[str, int, int, int]]:
+    """The parsed file and its identity (from ``info``, the ``stat`` its finder took),
     read once per process while it is unchanged (a batch names the same model line after
     line: ``make bench`` measured reading it as a fifth of a resolve with a model)."""
-    if info is None:
-        try:
-            info = os.stat(config_file)
-        except OSError:
-            return _parse(config_file), None
     key = (config_file, info.st_ino, info.st_size, info.st_mtime_ns)
     return _LOADED.get(key, lambda: _parse(config_file)), key
 
@@ -173,7 +168,7 @@ def _looks_like_path(text: str) -> bool:
 def _apply(
     inputs: Inputs,
     data: dict[str, Any],
-    key: tuple[str, int, int, int] | None,
+    key: tuple[str, int, int, int],
     config_file: str,
     source: str,
 ) -> None:
