@@ -664,10 +664,10 @@ class _Read(NamedTuple):
 
 
 _READS: Answers[tuple[object, ...], _Read] = Answers(8192)
-""":func:`_read`'s answers by release and words. A batch repeats
-the same flags for many targets and environments (kernelcfg's own options are not
-among the words): ``make bench``'s seven-device ``--matrix`` went from 13,700-14,500 to
-15,700-16,400 results/s with it (``--jobs auto``; one process 8,600 -> 9,600)."""
+""":func:`_read`'s answers by release and words. A batch repeats the same flags for
+many targets and environments (kernelcfg's own options are not among the words):
+``make bench``'s seven-device ``--matrix`` went from 13,700-14,500 to 15,700-16,400
+results/s with it (``--jobs auto``; one process 8,600 -> 9,600)."""
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
