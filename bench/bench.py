@@ -140,6 +140,10 @@ def torch_imported() -> bool:
     return any(line.rstrip().endswith(" torch") for line in proc.stderr.splitlines())
 
 
+DEVICES = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "cpu", "a100"]
+"""The targets of the batch lines (and of the ``--matrix`` run)."""
+
+
 def _lines(count: int, seed: int = 7, *, distinct: bool = False) -> list[str]:
     """Random resolve lines (about a fifth repeat an earlier line's words; with
     ``distinct``, none does)."""
@@ -150,11 +154,10 @@ def _lines(count: int, seed: int = 7, *, distinct: bool = False) -> list[str]:
     moe = list(release.choices("moe_backend"))
     linear = list(release.choices("linear_backend"))
     sparse = list(release.choices("sparse_indexer_topk_backend"))
-    devices = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "cpu", "a100"]
     out: list[str] = []
     seen: set[tuple[str, ...]] = set()
     while len(out) < count:
-        argv = ["--device", rng.choice(devices), "--moe-backend", rng.choice(moe)]
+        argv = ["--device", rng.choice(DEVICES), "--moe-backend", rng.choice(moe)]
         if rng.random() < 0.6:
             argv += ["--linear-backend", rng.choice(linear)]
         if rng.random() < 0.4:
@@ -174,32 +177,35 @@ def _lines(count: int, seed: int = 7, *, distinct: bool = False) -> list[str]:
     return out
 
 
-def batch_rate(count: int, jobs: str = "1", *, distinct: bool = False) -> dict[str, float]:
-    """Lines per second of ``resolve --batch FILE > OUT`` (the output goes to a file, as
-    a pipeline's ``> out.jsonl`` would: reading 50 MB back through a pipe and decoding
-    it here would be this harness's work on the same CPUs)."""
+def _run_batch(lines: list[str], *options: str) -> tuple[float, int, str]:
+    """Wall seconds of ``resolve --batch FILE OPTIONS > OUT`` over ``lines``, how many
+    lines it wrote, and the end of its stderr. The output goes to a file, as a
+    pipeline's ``> out.jsonl`` would: reading 50 MB back through a pipe and decoding it
+    here would be this harness's work on the same CPUs."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lines.jsonl"
-        path.write_text("\n".join(_lines(count, distinct=distinct)) + "\n")
+        path.write_text("\n".join(lines) + "\n")
         out = Path(tmp) / "out.jsonl"
-        cmd = [PY, "-m", "kernelcfg", "resolve", "--batch", str(path), "--jobs", jobs]
+        cmd = [PY, "-m", "kernelcfg", "resolve", "--batch", str(path), *options]
         with out.open("wb") as fh:
             start = time.perf_counter()
             proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.PIPE, check=False, env=ENV)
             elapsed = time.perf_counter() - start
-        produced = out.read_bytes().count(b"\n")
+        return elapsed, out.read_bytes().count(b"\n"), repr(proc.stderr[-500:])
+
+
+def batch_rate(count: int, jobs: str = "1", *, distinct: bool = False) -> dict[str, float]:
+    """Lines per second of ``resolve --batch FILE --jobs JOBS > OUT``."""
+    elapsed, produced, err = _run_batch(_lines(count, distinct=distinct), "--jobs", jobs)
     if produced != count:
-        raise SystemExit(f"batch produced {produced} lines for {count}: {proc.stderr[-500:]!r}")
+        raise SystemExit(f"batch produced {produced} lines for {count}: {err}")
     return {"lines": count, "seconds": elapsed, "per_second": count / elapsed}
-
-
-MATRIX_DEVICES = ["h100", "b200", "mi300x", "mi355x", "rtx-pro-6000", "cpu", "a100"]
 
 
 def matrix_rate(count: int) -> dict[str, float]:
     """Results per second of ``resolve --batch FILE --matrix device=…`` (``--jobs auto``):
-    ``count`` lines of the bench's flags without their device, each resolved for the
-    seven devices, as a CI job checks one list of flags across targets."""
+    ``count`` lines of the bench's flags without their device, each resolved for every
+    device of :data:`DEVICES`, as a CI job checks one list of flags across targets."""
     lines: list[str] = []
     seen: set[tuple[str, ...]] = set()
     for raw in _lines(count * 2, distinct=True):
@@ -209,19 +215,10 @@ def matrix_rate(count: int) -> dict[str, float]:
         if words not in seen and len(lines) < count:
             seen.add(words)
             lines.append(json.dumps({"id": len(lines), "argv": list(words)}))
-    results = len(lines) * len(MATRIX_DEVICES)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "lines.jsonl"
-        path.write_text("\n".join(lines) + "\n")
-        out = Path(tmp) / "out.jsonl"
-        cmd = [PY, "-m", "kernelcfg", "resolve", "--batch", str(path)]
-        cmd += ["--matrix", "device=" + ",".join(MATRIX_DEVICES)]
-        with out.open("wb") as fh:
-            start = time.perf_counter()
-            subprocess.run(cmd, stdout=fh, stderr=subprocess.DEVNULL, check=False, env=ENV)
-            elapsed = time.perf_counter() - start
-        if out.read_bytes().count(b"\n") != results:
-            raise SystemExit(f"the matrix run made the wrong number of results ({results} due)")
+    results = len(lines) * len(DEVICES)
+    elapsed, produced, err = _run_batch(lines, "--matrix", "device=" + ",".join(DEVICES))
+    if produced != results:
+        raise SystemExit(f"the matrix run made {produced} results for {results}: {err}")
     return {"results": results, "seconds": elapsed, "per_second": results / elapsed}
 
 
