@@ -17,6 +17,7 @@ import json
 import math
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from functools import cache
 from typing import IO, Any
@@ -70,7 +71,12 @@ def _escape(char: str) -> str:
 def reason(exc: BaseException) -> str:
     """An input error as one line for a message: a RecursionError says the value was
     nested too deep (its own text names Python's recursion limit)."""
-    return "nested too deep" if isinstance(exc, RecursionError) else one_line(str(exc))
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    text = str(exc)
+    if "int_max_str_digits" in text:  # CPython's hint to the programmer, not to the user
+        return f"an integer of more than {sys.get_int_max_str_digits():,} digits"
+    return one_line(text)
 
 
 def shown(value: object, limit: int = _SHOWN) -> str:
@@ -164,7 +170,7 @@ def loads_json(text: str, what: str) -> Any:
             f"{what}: JSON nested deeper than {MAX_DEPTH} levels", field=what
         ) from None
     except ValueError as exc:
-        raise ArgumentError(f"{what}: not usable JSON ({one_line(str(exc))})", field=what) from None
+        raise ArgumentError(f"{what}: not usable JSON ({reason(exc)})", field=what) from None
     if text.count("[") + text.count("{") > MAX_DEPTH:  # else it cannot be too deep
         check_depth(value, what)
     return value
@@ -215,9 +221,7 @@ def loads_yaml(text: str, what: str) -> Any:
             f"{what}: YAML nested deeper than {MAX_DEPTH} levels", field=what
         ) from None
     except (ValueError, OverflowError, TypeError) as exc:
-        raise ArgumentError(
-            f"{what}: unusable YAML value ({one_line(str(exc))})", field=what
-        ) from None
+        raise ArgumentError(f"{what}: unusable YAML value ({reason(exc)})", field=what) from None
 
 
 class _TooDeepError(Exception):

@@ -24,6 +24,9 @@ EXIT_BUG = 70
 _LONGEST = 2000
 """Messages are cut there: a user's 10 MB value is not echoed whole."""
 
+_FIELD = 200
+"""Fields are cut there: an unknown option of 1 MiB is not kept whole as its field."""
+
 Severity = Literal["error", "warning", "info"]
 
 
@@ -48,6 +51,11 @@ class Problem:
             if len(message) > _LONGEST:
                 message = message[:_LONGEST] + f"… (message cut: {len(message):,} characters)"
             object.__setattr__(self, "message", one_line(message))
+        field = self.field
+        if field is not None and (len(field) > _FIELD or not field.isprintable()):
+            if len(field) > _FIELD:
+                field = field[:_FIELD] + f"… ({len(field):,} characters)"
+            object.__setattr__(self, "field", one_line(field))
 
     @classmethod
     def from_error(cls, error: KernelcfgError) -> Problem:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,6 +12,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ReportFormat,
     ReportFormatOption,
+    print_rich,
     refuse,
     write_json,
     write_report,
@@ -82,10 +83,10 @@ def backends(
         }
         write_json(data)
         return
-    from rich.console import Console
+    from rich.console import Group
     from rich.table import Table
 
-    from kernelcfg.output.render import fold
+    from kernelcfg.output.tables import fold, plain
 
     marks = {
         "runs": "runs",
@@ -106,11 +107,13 @@ def backends(
         title += f", {scheme}"
     elif ctx.possible:
         title += f", --quantization {inputs.quantization} ({' or '.join(ctx.possible)})"
-    console = Console()
-    console.print(title, style="bold")
+    parts: list[Any] = [plain(title, style="bold")]
     for field_name in dict.fromkeys(v.field for v in verdicts):
         table = fold(Table("value", "verdict", "reason", title=f"--{field_name.replace('_', '-')}"))
         for v in verdicts:
             if v.field == field_name:
-                table.add_row(v.value, marks[v.status], v.reason, style=styles[v.status])
-        console.print(table)
+                table.add_row(
+                    plain(v.value), marks[v.status], plain(v.reason), style=styles[v.status]
+                )
+        parts.append(table)
+    print_rich(Group(*parts))

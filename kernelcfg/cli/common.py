@@ -57,15 +57,57 @@ TABLE_ROWS = 1000
 """A people-facing table shows at most this many rows; the machine formats show all."""
 
 
-def cell(text: str, limit: int = 300) -> Any:
-    """User-controlled text for a rich table: no markup, one line, cut to ``limit``."""
-    from rich.text import Text
+def write_text(text: str) -> None:
+    """Text for people (or for a shell: env, args, YAML) on stdout, with no line that a CI
+    runner would take for a workflow command (:func:`guard_lines`)."""
+    sys.stdout.write(guard_lines(text))
 
-    from kernelcfg.base.bounded import one_line
 
-    if len(text) > limit:
-        text = text[:limit] + f"… ({len(text):,} characters)"
-    return Text(one_line(text))
+def print_rich(renderable: Any) -> None:
+    """A rich renderable on stdout for people: the text in it is never read as markup,
+    emoji codes or highlighting, the width is never zero (``COLUMNS=0`` is taken as
+    unset), and no line can be taken for a workflow command (:func:`guard_lines`)."""
+    from rich.console import Console
+
+    console = Console(markup=False, emoji=False, highlight=False, width=_width())
+    with console.capture() as captured:
+        console.print(renderable)
+    write_text(captured.get())
+
+
+_MAX_WIDTH = 10_000
+
+
+def _width() -> int | None:
+    """The console width: ``COLUMNS`` when it is a positive number (at most
+    :data:`_MAX_WIDTH`), else the terminal's, else rich's own choice."""
+    import os
+    import shutil
+
+    given = os.environ.get("COLUMNS", "")
+    if given.isascii() and given.isdigit() and 0 < int(given) <= _MAX_WIDTH:
+        return None  # rich reads it itself
+    if not given:
+        return None
+    return min(shutil.get_terminal_size((80, 24)).columns or 80, _MAX_WIDTH)
+
+
+def guard_lines(text: str) -> str:
+    """``text`` with a backslash in front of any line that would begin with ``::``
+    (leading blanks and terminal colours aside): a GitHub runner reads such a line on
+    stdout or stderr as a workflow command (``::error::``, ``::add-mask::``), and only
+    kernelcfg's own annotations (``--format github``) may be one. User-derived values
+    are already on one line; this covers a long one wrapped onto a line of its own."""
+    if "::" not in text:
+        return text
+    import re
+
+    colours = re.compile(r"\x1b\[[0-9;]*m")
+    lines = text.split("\n")
+    for place, line in enumerate(lines):
+        if colours.sub("", line).lstrip().startswith("::"):
+            lines[place] = "\\" + line
+    return "\n".join(lines)
 
 
 def write_json(data: dict[str, Any]) -> None:

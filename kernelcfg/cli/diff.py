@@ -11,6 +11,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ListFormat,
     ListFormatOption,
+    print_rich,
     refuse,
     write_json,
 )
@@ -53,9 +54,12 @@ def diff(
     miss.
     """
 
-    from kernelcfg.base.bounded import file_problem, one_line
+    from rich.console import Group
+
+    from kernelcfg.base.bounded import file_problem
     from kernelcfg.base.errors import KernelcfgError
     from kernelcfg.commands import diff as diff_mod
+    from kernelcfg.output.tables import plain
 
     rest = list(sides or [])
     files = [x for x in rest if x.endswith((".json", ".yaml", ".yml")) and file_problem(x) is None]
@@ -74,53 +78,55 @@ def diff(
     if fmt is ListFormat.json:
         write_json(data)
         raise typer.Exit(code)
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console()
+    parts: list[Any] = []
     for side in ("a", "b"):
-        label = one_line(f"{data[side]['label']}, vLLM {data[side]['vllm_version']}")
-        console.print(Text(f"{side.upper()} {data[side]['hash']}  ({label})"))
-    console.print(Text(one_line(data["summary"])))
+        label = f"{data[side]['label']}, vLLM {data[side]['vllm_version']}"
+        parts.append(plain(f"{side.upper()} {data[side]['hash']}  ({label})"))
+    parts.append(plain(data["summary"]))
     if data["hashed_differences"]:
-        console.print(
-            _differences("hashed field", "hash factors that differ", data["hashed_differences"])
+        parts.append(
+            _differences("hashed field", "hash factors that differ", data, "hashed_differences")
         )
-    for row in data["ir_op_priority_lists"]:
-        console.print(f"IR {row['op']}: A {row['a']}  B {row['b']}")
-    for row in data["ir_provider_files"]:
-        console.print(
-            f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases"
-        )
+    parts += [
+        plain(f"IR {row['op']}: A {row['a']}  B {row['b']}") for row in data["ir_op_priority_lists"]
+    ]
+    parts += [
+        plain(f"IR {row['op']}/{row['provider']}: {row['file']} differs between the releases")
+        for row in data["ir_provider_files"]
+    ]
     if data["attention_differences"]:
-        console.print(
+        parts.append(
             _differences(
-                "attention field", "attention config (its own hash)", data["attention_differences"]
+                "attention field", "attention config (its own hash)", data, "attention_differences"
             )
         )
     if data["not_hashed_differences"]:
-        console.print(
+        parts.append(
             _differences(
                 "field (not hashed)",
                 "differ, but cannot explain a cache miss",
-                data["not_hashed_differences"],
+                data,
+                "not_hashed_differences",
             )
         )
+    print_rich(Group(*parts))
     raise typer.Exit(code)
 
 
-def _differences(header: str, title: str, rows: list[dict[str, Any]]) -> Any:
-    """A ``diff`` table: field, A, B (values as JSON; user text kept on one line)."""
+def _differences(header: str, title: str, data: dict[str, Any], key: str) -> Any:
+    """A ``diff`` table of ``data[key]``: field, A, B (values as JSON; user text kept on
+    one line), and how many rows the diff left out."""
     import json
 
     from rich.table import Table
-    from rich.text import Text
 
-    from kernelcfg.base.bounded import one_line
-    from kernelcfg.output.render import fold
+    from kernelcfg.output.tables import fold, plain
 
     table = fold(Table(header, "A", "B", title=title))
-    for row in rows:
+    for row in data[key]:
         cells = (row["field"], json.dumps(row["a"]), json.dumps(row["b"]))
-        table.add_row(*(Text(one_line(str(x))) for x in cells))
+        table.add_row(*(plain(x) for x in cells))
+    left_out = data["omitted"].get(key, 0)
+    if left_out:
+        table.caption = f"{left_out:,} more not shown"
     return table

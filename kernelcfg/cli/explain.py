@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
+from kernelcfg.base.bounded import one_line
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json
+from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json, write_text
 
 
 @app.command()
@@ -60,4 +60,4 @@ def explain(
         lines += [f"  {c}  ({span})" for c, span in data["choices"].items()]
     if "example" in data:
         lines += ["", f"EXAMPLE: {data['example']}"]
-    sys.stdout.write("\n".join(lines) + "\n")
+    write_text("\n".join(one_line(line) for line in lines) + "\n")

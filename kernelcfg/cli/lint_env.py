@@ -12,7 +12,7 @@ from kernelcfg.cli.common import (
     TABLE_ROWS,
     ReportFormat,
     ReportFormatOption,
-    cell,
+    print_rich,
     refuse,
     write_json,
     write_report,
@@ -72,10 +72,9 @@ def lint_env(
 def _table(findings: Iterator[Any], version: str) -> int:
     """The first :data:`TABLE_ROWS` findings as a table, and how many there are; the
     exit code (the rest are counted, never kept)."""
-    from rich.console import Console
     from rich.table import Table
 
-    from kernelcfg.output.render import fold
+    from kernelcfg.output.tables import fold, plain
 
     table = fold(Table("variable", "value", "finding", title=f"vLLM {version}"))
     total = code = 0
@@ -84,8 +83,10 @@ def _table(findings: Iterator[Any], version: str) -> int:
         code = max(code, _finding_code(f))
         if total <= TABLE_ROWS:
             style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
-            table.add_row(cell(f.variable), cell(f.value), cell(f.message, 2000), style=style)
+            table.add_row(
+                plain(f.variable, 300), plain(f.value, 300), plain(f.message, 2000), style=style
+            )
     if total > TABLE_ROWS:
         table.caption = f"the first {TABLE_ROWS:,} of {total:,} findings; --format json has all"
-    Console().print(table if total else "no kernel-relevant variables set")
+    print_rich(table if total else "no kernel-relevant variables set")
     return code

@@ -19,9 +19,11 @@ from kernelcfg.cli.common import (
     exit_code,
     note_fallback,
     print_problems,
+    print_rich,
     refuse,
     silence_stdout,
     write_report,
+    write_text,
 )
 
 _RESOLVE_HELP = """Resolve vLLM kernel flags for a release and a GPU; print the config
@@ -191,22 +193,22 @@ def _write_one(
         import shlex
 
         if not isinstance(result, pipeline.Failure):
-            sys.stdout.write(shlex.join(render.as_args(result)) + "\n")
+            write_text(shlex.join(render.as_args(result)) + "\n")
     elif fmt in REPORT_FORMATS:
         from kernelcfg.output.reports import Entry
 
         write_report(fmt, [Entry("resolve", code, data["problems"], " ".join(flags))])
     elif fmt is Format.table:
-        from rich.console import Console
+        from kernelcfg.output import tables
 
-        Console().print(render.table(result, strict=strict, walk="sources" in data))
+        print_rich(tables.table(result, strict=strict, walk="sources" in data))
     else:
         text = {
             Format.json: lambda: render.as_json(data) + "\n",
             Format.yaml: lambda: render.as_yaml(data),
             Format.env: lambda: render.as_env(data, exit_code=code),
         }[fmt]()
-        sys.stdout.write(text)
+        write_text(text)
 
 
 _LATE_FLAGS = ("--strict", "--quiet", "--explain-sources")
@@ -342,9 +344,14 @@ def _write_whole(data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+MAX_MATRIX_CELLS = 10_000
+"""The most cells a ``--matrix`` may have (each batch line is resolved once per cell)."""
+
+
 def _matrix(axes: list[str]) -> list[dict[str, str]]:
     """``--matrix KEY=A,B`` axes as their cells (every combination, in order)."""
     import itertools
+    import math
 
     from kernelcfg.base.errors import closest
     from kernelcfg.commands.pipeline import LINE_CONTEXT
@@ -362,6 +369,13 @@ def _matrix(axes: list[str]) -> list[dict[str, str]]:
                 2,
             )
         named.append((key, [v for v in values.split(",") if v]))
+    cells = math.prod(len(v) for _, v in named)
+    if cells > MAX_MATRIX_CELLS:
+        raise refuse(
+            f"--matrix: {cells:,} cells (the product of the axes' value counts); at most "
+            f"{MAX_MATRIX_CELLS:,}: split the matrix into several runs",
+            2,
+        )
     return (
         [
             dict(zip([k for k, _ in named], combo, strict=True))
@@ -491,14 +505,14 @@ class _Batch:
             self.out.add(chunk.data, chunk.lines)
 
     def _collect(self, line: Any, result: Any, code: int) -> None:
-        from kernelcfg.output import render
+        from kernelcfg.output import render, tables
         from kernelcfg.output.reports import Entry
 
         if self.fmt in REPORT_FORMATS:
             problems = render.as_data(result, strict=self.strict)["problems"]
             self.report_entries.append(Entry(str(line.id), code, problems))
-        else:
-            self.rows.append(render.summary_row(result, line.id, code, strict=self.strict))
+        elif len(self.rows) < tables.SUMMARY_ROWS:
+            self.rows.append(tables.summary_row(result, line.id, code, strict=self.strict))
 
     def tally(self) -> None:
         """``kernelcfg: 20,000 results: 5,848 exit 0, …`` on stderr."""
@@ -514,8 +528,6 @@ class _Batch:
         if self.fmt in REPORT_FORMATS:
             write_report(self.fmt.value if self.fmt else "github", self.report_entries)
         elif self.fmt is Format.table:
-            from rich.console import Console
+            from kernelcfg.output import tables
 
-            from kernelcfg.output import render
-
-            Console().print(render.summary_table(self.rows))
+            print_rich(tables.summary_table(self.rows, self.counts))

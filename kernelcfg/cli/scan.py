@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
+from kernelcfg.base.bounded import one_line
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
     REPORT_FORMATS,
@@ -18,6 +18,7 @@ from kernelcfg.cli.common import (
     refuse,
     write_json,
     write_report,
+    write_text,
 )
 
 
@@ -102,12 +103,12 @@ def scan(
     elif fmt in REPORT_FORMATS:
         write_report(fmt, entries)
     else:
+        said: list[str] = []
         for e in entries:
-            shown = [p for p in e.problems if p["severity"] != "info"]
             status = "ok" if e.exit_code == 0 else f"exit {e.exit_code}"
-            sys.stdout.write(f"{e.name}: {status}\n")
-            for p in shown:
-                sys.stdout.write(f"  {p['severity']}: {p['message']}\n")
-        if not entries:
-            sys.stdout.write("no vllm serve lines found\n")
+            said.append(f"{e.name}: {status}")
+            said += [
+                f"  {p['severity']}: {p['message']}" for p in e.problems if p["severity"] != "info"
+            ]
+        write_text("".join(one_line(line) + "\n" for line in said) or "no vllm serve lines found\n")
     raise typer.Exit(worst)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, ListFormatOption, refuse, write_json
+from kernelcfg.cli.common import ListFormat, ListFormatOption, print_rich, refuse, write_json
 
 
 @app.command()
@@ -38,15 +38,13 @@ def versions(
     if fmt is ListFormat.json:
         write_json(data if isinstance(data, dict) else {"releases": data})
         return
-    from rich.console import Console
-
-    Console().print(_release_table(data) if isinstance(data, list) else _change_table(data))
+    print_rich(_release_table(data) if isinstance(data, list) else _change_table(data))
 
 
 def _release_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
-    from kernelcfg.output.render import fold
+    from kernelcfg.output.tables import fold
 
     table = fold(Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all"))
     for row in rows:
@@ -66,11 +64,11 @@ def _release_table(rows: list[dict[str, Any]]) -> Any:
 def _change_table(data: dict[str, Any]) -> Any:
     from rich.table import Table
 
-    from kernelcfg.output.render import fold
+    from kernelcfg.output.tables import fold, plain
 
     table = fold(Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}"))
     for row in [*_field_changes(data), *_ir_changes(data), *_other_changes(data)]:
-        table.add_row(*row)
+        table.add_row(*(plain(cell) for cell in row))
     return table
 
 

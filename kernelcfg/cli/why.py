@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
 
+from kernelcfg.base.bounded import one_line
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
@@ -14,6 +14,7 @@ from kernelcfg.cli.common import (
     ListFormatOption,
     refuse,
     write_json,
+    write_text,
 )
 
 FIELDS = {
@@ -94,7 +95,7 @@ def why(
             }
         )
         raise typer.Exit(code)
-    sys.stdout.write("\n".join(_words(key, picked, result)) + "\n")
+    write_text("\n".join(one_line(line) for line in _words(key, picked, result)) + "\n")
     raise typer.Exit(code)
 
 

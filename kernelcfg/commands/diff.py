@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelcfg.base.bounded import loads_json, read_text, shown
+from kernelcfg.base.bounded import loads_json, one_line, read_text, shown
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, resolve_args
 from kernelcfg.vllm import attention_config, releases
@@ -63,6 +63,7 @@ def _from_saved(path: str) -> Side:
                 "save it with `kernelcfg resolve --format json` (a line without a hash "
                 "cannot be compared)"
             )
+    _check_ir_lists(data["kernel_config"], what)
     platform = data.get("platform")
     attention = data.get("attention_config")
     found = attention_config.facts(data["vllm_version"]) if attention is None else None
@@ -77,6 +78,23 @@ def _from_saved(path: str) -> Side:
         attention if isinstance(attention, dict) else (found.defaults if found else None),
         hashed if isinstance(hashed, str) else None,
     )
+
+
+def _check_ir_lists(config: dict[str, Any], what: str) -> None:
+    """Refuse a saved output whose IR-op lists are not lists of provider names."""
+    lists = config.get("ir_op_priority")
+    if lists is None:
+        return
+    if not isinstance(lists, dict):
+        raise ArgumentError(f"{what}: 'kernel_config.ir_op_priority' is not an object")
+    for op, providers in lists.items():
+        if providers is not None and not (
+            isinstance(providers, list) and all(isinstance(p, str) for p in providers)
+        ):
+            raise ArgumentError(
+                f"{what}: 'kernel_config.ir_op_priority.{one_line(op)[:100]}' is not a list of "
+                f"provider names: {shown(providers)}"
+            )
 
 
 def load_side(spec: str, common: Sequence[str] = ()) -> Side:
@@ -155,6 +173,18 @@ def _attention_differences(a: Side, b: Side) -> list[dict[str, Any]]:
     ]
 
 
+MAX_ROWS = 1000
+"""The most rows of each kind of difference a diff lists (``omitted`` counts the rest)."""
+_NAMED = 10
+"""The most field names the summary line names."""
+
+
+def _names(rows: list[dict[str, Any]]) -> str:
+    """The differing fields, for the summary line: the first few, then how many more."""
+    names = ", ".join(one_line(str(row["field"]))[:100] for row in rows[:_NAMED])
+    return names + (f" and {len(rows) - _NAMED:,} more" if len(rows) > _NAMED else "")
+
+
 def compare(a: Side, b: Side) -> dict[str, Any]:
     """The difference between two sides, as data."""
     hashed = [
@@ -175,13 +205,20 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
     if same:
         why = "same compile-cache hash" if same_attention else "same kernel hash"
     elif hashed:
-        why = "the hash differs because of: " + ", ".join(str(h["field"]) for h in hashed)
+        why = "the hash differs because of: " + _names(hashed)
     else:
         why = "the hash differs"
     if not same_attention:
         why += "; the attention hash differs" + (
-            " because of: " + ", ".join(str(d["field"]) for d in attention) if attention else ""
+            " because of: " + _names(attention) if attention else ""
         )
+    lists = {
+        "hashed_differences": hashed,
+        "ir_op_priority_lists": ir_lists,
+        "ir_provider_files": ir_files,
+        "attention_differences": attention,
+        "not_hashed_differences": not_hashed,
+    }
     return {
         "same_hash": same,
         "same_attention_hash": same_attention,
@@ -200,11 +237,10 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
             "hash": b.hash,
             "attention_hash": b.attention_hash,
         },
-        "hashed_differences": hashed,
-        "ir_op_priority_lists": ir_lists,
-        "ir_provider_files": ir_files,
-        "attention_differences": attention,
-        "not_hashed_differences": not_hashed,
+        **{key: rows[:MAX_ROWS] for key, rows in lists.items()},
+        "omitted": {
+            key: len(rows) - MAX_ROWS for key, rows in lists.items() if len(rows) > MAX_ROWS
+        },
         "note": (
             "fields outside the hash cannot explain a compile-cache miss" if not_hashed else None
         ),

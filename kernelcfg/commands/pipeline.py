@@ -5,12 +5,13 @@ read the flags, resolve. Also the ``--batch`` loop, which returns data lines.
 from __future__ import annotations
 
 import os
+import re
 import traceback as traceback_mod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelcfg.base.bounded import loads_json, one_line, reason
+from kernelcfg.base.bounded import loads_json, reason, shown
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
 from kernelcfg.base.problems import EXIT_BUG, EXIT_USAGE, Problem
 from kernelcfg.engine.resolution import Resolution, resolve
@@ -215,30 +216,76 @@ _LINE_KEYS = frozenset({"id", "argv", *LINE_CONTEXT})
 _LINE_CONTEXT_KEYS = frozenset(LINE_CONTEXT)
 
 
-def _line_args(raw: str, number: int) -> tuple[Any, list[str]]:
+def _line_args(raw: str, number: int, clash: frozenset[str]) -> tuple[Any, list[str]]:
     """The id and argv of one batch line: an array, or ``{"id", "argv", ...context}``
-    (the context keys become options in front of ``argv``; any other key is refused)."""
+    (the context keys become options in front of ``argv``; any other key is refused, and
+    so is an option a ``--matrix`` axis decides, ``clash``). A refusal of a line whose id
+    is known is a :class:`_RefusedLineError` carrying it."""
     value = loads_json(raw, f"line {number}")
     if isinstance(value, list) and _strings(value):
-        return None, value
-    if not (isinstance(value, dict) and isinstance(value.get("argv"), list)):
+        args: list[str] = value
+        line_id = None
+    elif isinstance(value, dict) and isinstance(value.get("argv"), list):
+        line_id = value.get("id")
+        if "\\u" in raw:  # only an escape can make a lone surrogate
+            line_id = _whole_unicode(line_id)
+        try:
+            args = _object_args(value, number)
+        except ArgumentError as exc:
+            raise _RefusedLineError(line_id, exc) from None
+    else:
         raise ArgumentError(
             f'line {number}: a line must be a JSON array of strings or {{"id": ..., "argv": '
             f"[...]}} (optional keys: {', '.join(LINE_CONTEXT)})"
         )
+    if clash:
+        try:
+            _refuse_clash(args, clash, number)
+        except ArgumentError as exc:
+            raise _RefusedLineError(line_id, exc) from None
+    return line_id, args
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_unicode(value: Any) -> Any:
+    """``value`` with each lone surrogate (``"\\ud800"`` in JSON, which no UTF-8 output
+    can hold and strict JSON readers refuse) replaced by U+FFFD, at any depth."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_whole_unicode(item) for item in value]
+    if isinstance(value, dict):
+        return {_whole_unicode(k): _whole_unicode(v) for k, v in value.items()}
+    return value
+
+
+class _RefusedLineError(Exception):
+    """A batch line refused once its id was read: the id, and why."""
+
+    def __init__(self, line_id: Any, error: ArgumentError) -> None:
+        super().__init__(error.message)
+        self.line_id = line_id
+        self.error = error
+
+
+def _object_args(value: dict[str, Any], number: int) -> list[str]:
+    """The words of a ``{"id", "argv", ...context}`` line: its context keys as options,
+    then its argv."""
     unknown = sorted(set(value) - _LINE_KEYS)
     if unknown:
         from kernelcfg.base.errors import closest
 
         hint = closest(unknown[0], sorted(_LINE_KEYS))
         raise ArgumentError(
-            f"line {number}: unknown key {one_line(unknown[0])!r}; a line holds "
+            f"line {number}: unknown key {shown(unknown[0])}; a line holds "
             f"{', '.join(sorted(_LINE_KEYS))}" + (f" (did you mean {hint!r}?)" if hint else "")
         )
     argv = value["argv"]
     if not _strings(argv):
         raise ArgumentError(f"line {number}: argv must hold strings only")
-    return value.get("id"), [*context_args(value, f"line {number}"), *argv]
+    return [*context_args(value, f"line {number}"), *argv]
 
 
 def _strings(values: list[Any]) -> bool:
@@ -263,7 +310,7 @@ def context_args(given: Mapping[str, Any], where: str) -> list[str]:
             pairs = [value]
         for pair in pairs:
             if not isinstance(pair, str):
-                raise ArgumentError(f"{where}: {key} must be a string, got {one_line(repr(pair))}")
+                raise ArgumentError(f"{where}: {key} must be a string, got {shown(pair)}")
             out += [option, pair]
     return out
 
@@ -330,14 +377,19 @@ def batch_words(
     :class:`Words` per matrix cell), in order; a line that cannot be read is its
     :class:`Line` with a :class:`Failure` already."""
     cells = [(dict(cell), [*context_args(cell, "--matrix"), *common]) for cell in matrix or [{}]]
+    clash = _matrix_options(cells[0][0])
     for number, raw in enumerate(lines, start=start):
         if isinstance(raw, KernelcfgError):
             yield Line(number, number, Failure(Problem.from_error(raw)))
             continue
         if not raw.strip(" \t\r\n"):  # JSON whitespace only (RFC 8259)
             continue
+        line_id: Any = number
         try:
-            given_id, args = _line_args(raw, number)
+            given_id, args = _line_args(raw, number, clash)
+        except _RefusedLineError as refused:
+            failed = Failure(Problem.from_error(refused.error))
+            line_id = number if refused.line_id is None else refused.line_id
         except KernelcfgError as exc:
             failed = Failure(Problem.from_error(exc))
         except INPUT_ERRORS as exc:
@@ -348,7 +400,32 @@ def batch_words(
                 yield Words(line_id, number, (*prefix, *args), cell)
             continue
         for cell, _ in cells:
-            yield Line(number, number, failed, cell)
+            yield Line(line_id, number, failed, cell)
+
+
+_TARGET_KEYS = ("device", "platform", "capability", "gfx_arch")
+
+
+def _matrix_options(cell: Mapping[str, str]) -> frozenset[str]:
+    """The options a batch line may not give under a ``--matrix`` of these axes: the
+    axes' own, and every target option when an axis sets the target."""
+    keys = set(cell)
+    if keys & set(_TARGET_KEYS):
+        keys |= set(_TARGET_KEYS)
+    return frozenset(LINE_CONTEXT[key] for key in keys)
+
+
+def _refuse_clash(args: Sequence[str], clash: frozenset[str], number: int) -> None:
+    """Refuse a line that sets what a ``--matrix`` axis sets: each cell must be resolved
+    for its own value, never for the line's (exit 2)."""
+    for word in args:
+        option = word.partition("=")[0]
+        if option in clash:
+            raise ArgumentError(
+                f"line {number}: {option} is decided by --matrix for every line; remove it "
+                "from the line (or the axis from --matrix)",
+                field=option.lstrip("-").replace("-", "_"),
+            )
 
 
 def resolve_words(words: Sequence[str], request: Request) -> Resolution | Failure:

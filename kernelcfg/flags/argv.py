@@ -205,7 +205,7 @@ def _yaml_scalar(value: Any, file: str, key: object) -> str:
         return str(value)
     except ValueError as exc:  # an integer beyond Python's digit limit
         raise ArgumentError(
-            f"--config {file}: {key!s}: {bounded.one_line(str(exc))}", field=str(key)
+            f"--config {file}: {key!s}: {bounded.reason(exc)}", field=str(key)
         ) from None
 
 
@@ -216,7 +216,7 @@ def _yaml_json(value: dict[Any, Any], file: str, key: object) -> str:
     except (TypeError, ValueError) as exc:
         raise ArgumentError(
             f"--config {file}: {key!s} holds a value JSON cannot carry "
-            f"({bounded.one_line(str(exc))}); vLLM itself would crash on it",
+            f"({bounded.reason(exc)}); vLLM itself would crash on it",
             field=str(key),
         ) from None
 
@@ -799,6 +799,10 @@ def _serve_line(serve: list[str], head: list[str]) -> tuple[list[str], int]:
     return serve[:model] + head + serve[model:], model
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A variable name a shell (and vLLM's environment) can hold."""
+
+
 def _context(ctx: ContextOptions, name: str, value: str) -> None:
     """Apply one of kernelcfg's own options."""
     dest = CONTEXT_OPTIONS[name]
@@ -809,6 +813,12 @@ def _context(ctx: ContextOptions, name: str, value: str) -> None:
         if not sep or not key:
             raise ArgumentError(
                 f"--env: expected KEY=VALUE, got {bounded.shown(value)}", field="env"
+            )
+        if not _ENV_NAME.fullmatch(key):
+            raise ArgumentError(
+                f"--env: {bounded.shown(key)} is not a variable name (ASCII letters, digits "
+                "and _, not starting with a digit)",
+                field="env",
             )
         ctx.env[key] = val
     elif dest in ("quant_scheme", "install"):

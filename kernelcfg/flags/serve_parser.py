@@ -526,6 +526,11 @@ def _plain_value(raw: dict[str, Any], convert: Callable[[str], Any] | None, text
     return value
 
 
+MAX_OPTIONS = 1000
+"""The most option words a line read by argparse may hold: argparse looks ahead over
+every option at each one (10,000 unknown options took 10 s)."""
+
+
 def parse(release: Release, tokens: list[str]) -> dict[str, Any]:
     """What ``vllm serve`` makes of pre-processed ``tokens``: the given options by
     ``dest`` (``_origins`` says where each came from); one line on refusal."""
@@ -533,6 +538,12 @@ def parse(release: Release, tokens: list[str]) -> dict[str, Any]:
     plain = _plain(serve, tokens)
     if plain is not None:
         return plain
+    given = sum(1 for token in tokens if token[:1] == "-")
+    if given > MAX_OPTIONS:
+        raise ArgumentError(
+            f"{given:,} options on one line; kernelcfg reads at most {MAX_OPTIONS:,} where "
+            "vllm serve's own parser must read the line (its time grows with their square)"
+        )
     try:
         namespace = serve.parser.parse_args(tokens)
     except _RefusedError as exc:

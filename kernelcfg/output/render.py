@@ -1,19 +1,21 @@
-"""A resolution as data (the JSON contract) and as text: json, yaml, env, args, table.
+"""A resolution as data (the JSON contract) and as text: json, yaml, env, args.
 
-Only :func:`table` imports rich; the machine formats never do.
+The machine formats never import rich; the tables for people are in
+:mod:`kernelcfg.output.tables`.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+from functools import cache
 from typing import Any
 
 from kernelcfg.base.answers import Answers
+from kernelcfg.base.bounded import one_line
 from kernelcfg.base.json_text import compact
 from kernelcfg.commands.pipeline import Failure
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.vllm import hashing
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
 
 __all__ = [
@@ -27,7 +29,6 @@ __all__ = [
     "exit_code_of",
     "json_body",
     "json_line",
-    "table",
     "with_extra",
 ]
 
@@ -81,14 +82,6 @@ def as_data(
         data["sources"] = all_sources(result)
         data["other_options"] = dict(result.inputs.other_options) if result.inputs else {}
     return data
-
-
-_SOURCE_WORDS = {
-    "flag": "--vllm-version",
-    "environment": "KERNELCFG_VLLM_VERSION",
-    "installed": "installed here",
-    "newest": "newest known",
-}
 
 
 def model_data(result: Resolution) -> dict[str, Any] | None:
@@ -273,10 +266,36 @@ def as_json(data: dict[str, Any], *, indent: int | None = 2) -> str:
 
 
 def as_yaml(data: dict[str, Any]) -> str:
-    """YAML text of a contract object."""
+    """YAML text of a contract object: a string holding a line break or another control
+    character is written double-quoted, escaped, on its one line (never folded), so every
+    value stays on its key's line."""
     import yaml
 
-    return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+    return str(
+        yaml.dump(
+            data,
+            Dumper=_one_line_dumper(),
+            sort_keys=False,
+            default_flow_style=False,
+            width=1 << 30,
+        )
+    )
+
+
+@cache
+def _one_line_dumper() -> Any:
+    """PyYAML's safe dumper, with strings that are not all printable double-quoted."""
+    import yaml
+
+    def represent(dumper: yaml.SafeDumper, value: str) -> Any:
+        style = None if value.isprintable() else '"'
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    class OneLine(yaml.SafeDumper):
+        """Safe YAML, one line per value."""
+
+    OneLine.add_representer(str, represent)
+    return OneLine
 
 
 def _env_name(*parts: str) -> str:
@@ -284,15 +303,16 @@ def _env_name(*parts: str) -> str:
 
 
 def _env_value(value: Any) -> str:
+    """A value as one line of text (control characters escaped: the line stays one)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return ",".join(str(v) for v in value)
+        return one_line(",".join(str(v) for v in value))
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
-    return str(value)
+    return one_line(str(value))
 
 
 def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
@@ -412,224 +432,3 @@ def _parallel_args(result: Resolution, inputs: Inputs) -> list[str]:
     if inputs.data_parallel_size != 1:
         out += ["--data-parallel-size", str(inputs.data_parallel_size)]
     return out
-
-
-def fold(table: Any) -> Any:
-    """``table`` with every column wrapping long values instead of cutting them, so
-    that an 80-column terminal (a CI log) still shows every value whole."""
-    for column in table.columns:
-        column.overflow = "fold"
-    return table
-
-
-def _model_line(model: dict[str, Any]) -> str:
-    """The model as one line of the table."""
-    said = [f"model {model['id']}" if model["id"] else "model"]
-    if model["architectures"]:
-        said.append(", ".join(model["architectures"]))
-    if model["quantization"] or model["quant_scheme"]:
-        said.append(" / ".join(str(q) for q in (model["quantization"], model["quant_scheme"]) if q))
-    line = "; ".join(said)
-    return line + (f"  (from {model['source']})" if model["source"] else "")
-
-
-def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = False) -> Any:
-    """A rich renderable for people: fields with their sources, dispatch, hash, problems;
-    with ``walk``, the attention selector's candidates in order."""
-    from rich.console import Group
-    from rich.text import Text
-
-    data = as_data(result, strict=strict)
-    parts: list[Any] = [_headline(data)]
-    model = data.get("model")
-    if model:
-        parts.append(Text(_model_line(model)))
-    if isinstance(result, Resolution) and result.kernel_config is not None:
-        parts += _config_tables(result, result.kernel_config)
-    if data["hash"]:
-        parts.append(Text.assemble(("hash ", "bold"), data["hash"]))
-    parts += _selection_lines(data, walk=walk)
-    notes = [p for p in data["problems"] if p["severity"] == "info"]
-    for problem in notes:
-        parts.append(Text(f"note: {problem['message']}", style="dim"))
-    return Group(*parts)
-
-
-def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
-    """The attention pick (and, with ``walk``, every candidate), the linear-kernel pick,
-    the sparse-indexer top-k pick per decode rows, and the attention hash."""
-    from rich.text import Text
-
-    lines: list[Any] = []
-    picked = (data.get("selection") or {}).get("attention")
-    if picked:
-        said = picked["backend"] or picked["status"]
-        detail = ", ".join(
-            str(p)
-            for p in (picked["requested"], picked["kernel"], f"--install {picked['install']}")
-            if p
-        )
-        lines.append(Text.assemble(("attention ", "bold"), Text(f"{said}  ({detail})")))
-        if picked.get("message") and picked["status"] != "selected":
-            lines.append(Text(f"  {picked['message']}"))
-        for place, candidate in enumerate(picked["candidates"] if walk else (), 1):
-            reason = f": {candidate['reason']}" if candidate["reason"] else ""
-            lines.append(Text(f"  {place}. {candidate['backend']} {candidate['verdict']}{reason}"))
-        for install, outcome in (picked.get("by_install") or {}).items():
-            lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
-    kernel = (data.get("selection") or {}).get("linear_backend")
-    if kernel:
-        said = kernel["kernel"] or kernel["status"]
-        value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
-        lines.append(
-            Text.assemble(("linear layers ", "bold"), f"{kernel['scheme']}: {said}{value}")
-        )
-        for install, outcome in (kernel.get("by_install") or {}).items():
-            lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
-    lines += _moe_lines((data.get("selection") or {}).get("moe_backend"), walk=walk)
-    topk = (data.get("selection") or {}).get("sparse_indexer_topk_backend")
-    if topk:
-        bands = ", ".join(f"{b} ({rows} rows)" for rows, b in topk["by_rows"].items())
-        lines.append(
-            Text.assemble(("sparse indexer top-k ", "bold"), f"{bands}; index_topk {topk['topk']}")
-        )
-    if data.get("attention_hash"):
-        lines.append(Text.assemble(("attention hash ", "bold"), data["attention_hash"]))
-    return lines
-
-
-def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
-    """The MoE pick (and, with ``walk``, vLLM's reorders and every candidate it tried)."""
-    from rich.text import Text
-
-    if not picked:
-        return []
-    said = picked["backend"] or picked["status"]
-    kernel = f" ({picked['kernel']})" if picked["kernel"] else ""
-    value = f" (--moe-backend {picked['value']})" if picked["value"] else ""
-    what = picked.get("variant") or picked.get("checkpoint") or ""
-    lines: list[Any] = [
-        Text.assemble(("MoE layers ", "bold"), f"{what}: {said}{kernel}{value}".lstrip(": "))
-    ]
-    if picked.get("message") and picked["status"] != "selected":
-        lines.append(Text(f"  {picked['message']}"))
-    if walk:
-        for moved in picked.get("moved", ()):
-            lines.append(Text(f"  {moved['backend']} moved: {moved['reason']}", style="dim"))
-        tried = [c for c in picked["candidates"] if c["verdict"] != "not_tried"]
-        for place, candidate in enumerate(tried, 1):
-            reason = f": {candidate['reason']}" if candidate["reason"] else ""
-            lines.append(
-                Text(
-                    f"  {place}. {candidate['backend']} {candidate['kernel'] or ''} "
-                    f"{candidate['verdict']}{reason}"
-                )
-            )
-    for install, outcome in (picked.get("by_install") or {}).items():
-        lines.append(Text(f"  with --install {install}: {outcome}", style="dim"))
-    return lines
-
-
-def _headline(data: dict[str, Any]) -> Any:
-    """``vLLM 0.34.0 (…) on NVIDIA B200 (cuda 10.0; from preset)  valid``."""
-    from rich.text import Text
-
-    platform = data.get("platform") or {}
-    head = Text()
-    head.append(f"vLLM {data['vllm_version'] or '?'}", style="bold")
-    if data.get("vllm_version_source"):
-        head.append(f" ({_SOURCE_WORDS[data['vllm_version_source']]})")
-    if platform:
-        extra = platform.get("capability") or platform.get("gfx_arch") or ""
-        head.append(
-            f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
-            f"from {platform['source']})"
-        )
-    head.append(
-        "  valid" if data["valid"] else "  NOT VALID",
-        style="green" if data["valid"] else "red bold",
-    )
-    return head
-
-
-def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
-    """The kernel config, the engine settings and the IR dispatch, one table each."""
-    from rich.table import Table
-
-    fields = Table(title="kernel config", title_justify="left", expand=False)
-    fields.add_column("field")
-    fields.add_column("value")
-    fields.add_column("from", style="dim")
-    fields.add_column("hashed", justify="center")
-    fold(fields)
-    sources = all_sources(result)
-    ignored = hashing.ignored_factors(result.release, config)
-    ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
-    for name, value in config.items():
-        if name == "ir_op_priority":
-            for op, lst in value.items():
-                key = f"ir_op_priority.{op}"
-                fields.add_row(key, ",".join(lst or []), sources[key], ir_hashed)
-            continue
-        hashed = "no" if name in ignored else "yes"
-        fields.add_row(name, json.dumps(value), sources[name], hashed)
-    other = Table(title="engine", title_justify="left")
-    other.add_column("setting")
-    other.add_column("value")
-    other.add_column("from", style="dim")
-    fold(other)
-    for key, value in result.compilation.items():
-        other.add_row(f"compilation.{key}", str(value), sources[f"compilation.{key}"])
-    for key, value in result.parallel.items():
-        other.add_row(key, str(value), sources[key])
-    tables = [fields, other]
-    if result.ir_dispatch:
-        dispatch = Table(title="IR dispatch on this target", title_justify="left")
-        dispatch.add_column("op")
-        dispatch.add_column("providers tried, in order")
-        fold(dispatch)
-        for op, chain in result.ir_dispatch.items():
-            dispatch.add_row(op, " → ".join(chain))
-        tables.append(dispatch)
-    return tables
-
-
-def summary_row(
-    result: Resolution | Failure, line_id: Any, code: int, *, strict: bool = False
-) -> dict[str, Any]:
-    """One ``--batch --format table`` row: id, target, verdict, hash prefix, first problem."""
-    data = as_data(result, strict=strict)
-    platform = data.get("platform") or {}
-    first = next(
-        (p for p in data["problems"] if p["severity"] != "info"),
-        None,
-    )
-    return {
-        "id": str(line_id),
-        "target": f"{platform.get('device') or '?'}, vLLM {data['vllm_version'] or '?'}",
-        "exit_code": code,
-        "hash": (data["hash"] or "")[:12],
-        "problem": f"{first['severity']}: {first['message']}" if first else "",
-    }
-
-
-def summary_table(rows: list[dict[str, Any]]) -> Any:
-    """A rich table of ``--batch`` results, one row per line, and the counts per exit code."""
-    from collections import Counter
-
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    table = fold(Table("id", "target", "exit", "hash", "first problem", title="kernelcfg --batch"))
-    for row in rows:
-        table.add_row(
-            Text(row["id"]),
-            Text(row["target"]),
-            str(row["exit_code"]),
-            row["hash"],
-            Text(row["problem"]),
-        )
-    counts = Counter(row["exit_code"] for row in rows)
-    tally = ", ".join(f"{n} exit {code}" for code, n in sorted(counts.items()))
-    return Group(table, Text(f"{len(rows)} lines: {tally}" if rows else "no lines"))

@@ -16,6 +16,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from kernelcfg._version import __version__
+from kernelcfg.base.bounded import one_line
 
 __all__ = ["Entry", "github", "junit", "sarif"]
 
@@ -42,7 +43,10 @@ class Entry:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: GitHub's escapes for ``%``, CR and LF; any other
+    control character (a terminal escape in a file name or value) written as ``\\x1b``."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text if text.isprintable() else one_line(text)
 
 
 def _escape_property(text: str) -> str:

@@ -37,7 +37,7 @@ __all__ = [
 
 _DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"^vllm-(\d+\.\d+\.\d+)\.json$")
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?\Z")
 
 
 @cache
@@ -65,7 +65,7 @@ def newest() -> str:
 
 def parse_version(text: str) -> str:
     """Canonical ``X.Y.Z`` for ``0.32``, ``0.32.0`` or ``v0.32.0``; known releases only."""
-    match = _VERSION.match(text.strip())
+    match = _VERSION.match(text)
     if match:
         major, minor, patch = match.groups()
         wanted = f"{major}.{minor}.{patch or 0}"

@@ -1,0 +1,279 @@
+"""A resolution as tables for people (rich renderables): ``resolve --format table`` and
+the ``--batch`` summary.
+
+Every value a user could have written (flags, environment, a model's ``config.json``,
+file names, batch ids) reaches rich through :func:`plain`: as plain text, never markup,
+on one line with control characters escaped, and cut to a bound.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kernelcfg.base.bounded import one_line
+from kernelcfg.commands.pipeline import Failure
+from kernelcfg.engine.resolution import Resolution
+from kernelcfg.output.render import all_sources, as_data
+from kernelcfg.vllm import hashing
+
+__all__ = ["CELL", "fold", "plain", "summary_row", "summary_table", "table"]
+
+CELL = 1000
+"""The most characters of one user-derived value a table shows (then a count)."""
+
+_SOURCE_WORDS = {
+    "flag": "--vllm-version",
+    "environment": "KERNELCFG_VLLM_VERSION",
+    "installed": "installed here",
+    "newest": "newest known",
+}
+
+
+def plain(value: object, limit: int = CELL, style: str = "") -> Any:
+    """``value`` as rich text that shows what it says: no markup, one line (control
+    characters escaped), at most ``limit`` characters and then how many there were."""
+    from rich.text import Text
+
+    text = value if isinstance(value, str) else str(value)
+    return Text(one_line(_cut(text, limit)), style=style)
+
+
+def _cut(text: str, limit: int = CELL) -> str:
+    """``text``, or its first ``limit`` characters and how many there were."""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
+
+
+def fold(table: Any) -> Any:
+    """``table`` with every column wrapping long values instead of cutting them, so
+    that an 80-column terminal (a CI log) still shows every value whole."""
+    for column in table.columns:
+        column.overflow = "fold"
+    return table
+
+
+def _model_line(model: dict[str, Any]) -> str:
+    """The model as one line of the table."""
+    said = [f"model {model['id']}" if model["id"] else "model"]
+    if model["architectures"]:
+        said.append(", ".join(model["architectures"]))
+    if model["quantization"] or model["quant_scheme"]:
+        said.append(" / ".join(str(q) for q in (model["quantization"], model["quant_scheme"]) if q))
+    line = "; ".join(said)
+    return line + (f"  (from {model['source']})" if model["source"] else "")
+
+
+def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = False) -> Any:
+    """A rich renderable for people: fields with their sources, dispatch, hash, problems;
+    with ``walk``, the attention selector's candidates in order."""
+    from rich.console import Group
+    from rich.text import Text
+
+    data = as_data(result, strict=strict)
+    parts: list[Any] = [_headline(data)]
+    model = data.get("model")
+    if model:
+        parts.append(plain(_model_line(model)))
+    if isinstance(result, Resolution) and result.kernel_config is not None:
+        parts += _config_tables(result, result.kernel_config)
+    if data["hash"]:
+        parts.append(Text.assemble(("hash ", "bold"), plain(data["hash"])))
+    parts += _selection_lines(data, walk=walk)
+    notes = [p for p in data["problems"] if p["severity"] == "info"]
+    for problem in notes:
+        parts.append(plain(f"note: {problem['message']}", style="dim"))
+    return Group(*parts)
+
+
+def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
+    """The attention pick (and, with ``walk``, every candidate), the linear-kernel pick,
+    the sparse-indexer top-k pick per decode rows, and the attention hash."""
+    from rich.text import Text
+
+    lines: list[Any] = []
+    picked = (data.get("selection") or {}).get("attention")
+    if picked:
+        said = picked["backend"] or picked["status"]
+        detail = ", ".join(
+            str(p)
+            for p in (picked["requested"], picked["kernel"], f"--install {picked['install']}")
+            if p
+        )
+        lines.append(Text.assemble(("attention ", "bold"), plain(f"{said}  ({detail})")))
+        if picked.get("message") and picked["status"] != "selected":
+            lines.append(plain(f"  {picked['message']}"))
+        for place, candidate in enumerate(picked["candidates"] if walk else (), 1):
+            reason = f": {candidate['reason']}" if candidate["reason"] else ""
+            lines.append(plain(f"  {place}. {candidate['backend']} {candidate['verdict']}{reason}"))
+        for install, outcome in (picked.get("by_install") or {}).items():
+            lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
+    kernel = (data.get("selection") or {}).get("linear_backend")
+    if kernel:
+        said = kernel["kernel"] or kernel["status"]
+        value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
+        lines.append(
+            Text.assemble(("linear layers ", "bold"), plain(f"{kernel['scheme']}: {said}{value}"))
+        )
+        for install, outcome in (kernel.get("by_install") or {}).items():
+            lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
+    lines += _moe_lines((data.get("selection") or {}).get("moe_backend"), walk=walk)
+    topk = (data.get("selection") or {}).get("sparse_indexer_topk_backend")
+    if topk:
+        bands = ", ".join(f"{b} ({rows} rows)" for rows, b in topk["by_rows"].items())
+        lines.append(
+            Text.assemble(
+                ("sparse indexer top-k ", "bold"), plain(f"{bands}; index_topk {topk['topk']}")
+            )
+        )
+    if data.get("attention_hash"):
+        lines.append(Text.assemble(("attention hash ", "bold"), plain(data["attention_hash"])))
+    return lines
+
+
+def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
+    """The MoE pick (and, with ``walk``, vLLM's reorders and every candidate it tried)."""
+    from rich.text import Text
+
+    if not picked:
+        return []
+    said = picked["backend"] or picked["status"]
+    kernel = f" ({picked['kernel']})" if picked["kernel"] else ""
+    value = f" (--moe-backend {picked['value']})" if picked["value"] else ""
+    what = picked.get("variant") or picked.get("checkpoint") or ""
+    lines: list[Any] = [
+        Text.assemble(("MoE layers ", "bold"), plain(f"{what}: {said}{kernel}{value}".lstrip(": ")))
+    ]
+    if picked.get("message") and picked["status"] != "selected":
+        lines.append(plain(f"  {picked['message']}"))
+    if walk:
+        for moved in picked.get("moved", ()):
+            lines.append(plain(f"  {moved['backend']} moved: {moved['reason']}", style="dim"))
+        tried = [c for c in picked["candidates"] if c["verdict"] != "not_tried"]
+        for place, candidate in enumerate(tried, 1):
+            reason = f": {candidate['reason']}" if candidate["reason"] else ""
+            lines.append(
+                plain(
+                    f"  {place}. {candidate['backend']} {candidate['kernel'] or ''} "
+                    f"{candidate['verdict']}{reason}"
+                )
+            )
+    for install, outcome in (picked.get("by_install") or {}).items():
+        lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
+    return lines
+
+
+def _headline(data: dict[str, Any]) -> Any:
+    """``vLLM 0.34.0 (…) on NVIDIA B200 (cuda 10.0; from preset)  valid``."""
+    from rich.text import Text
+
+    platform = data.get("platform") or {}
+    head = Text()
+    head.append(plain(f"vLLM {data['vllm_version'] or '?'}", style="bold"))
+    if data.get("vllm_version_source"):
+        head.append(f" ({_SOURCE_WORDS[data['vllm_version_source']]})")
+    if platform:
+        extra = platform.get("capability") or platform.get("gfx_arch") or ""
+        head.append(
+            plain(
+                f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
+                f"from {platform['source']})"
+            )
+        )
+    head.append(
+        "  valid" if data["valid"] else "  NOT VALID",
+        style="green" if data["valid"] else "red bold",
+    )
+    return head
+
+
+def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
+    """The kernel config, the engine settings and the IR dispatch, one table each."""
+    from rich.table import Table
+
+    fields = Table(title="kernel config", title_justify="left", expand=False)
+    fields.add_column("field")
+    fields.add_column("value")
+    fields.add_column("from", style="dim")
+    fields.add_column("hashed", justify="center")
+    fold(fields)
+    sources = all_sources(result)
+    ignored = hashing.ignored_factors(result.release, config)
+    ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
+    for name, value in config.items():
+        if name == "ir_op_priority":
+            for op, lst in value.items():
+                key = f"ir_op_priority.{op}"
+                fields.add_row(
+                    plain(key), plain(",".join(lst or [])), plain(sources[key]), ir_hashed
+                )
+            continue
+        hashed = "no" if name in ignored else "yes"
+        fields.add_row(plain(name), plain(json.dumps(value)), plain(sources[name]), hashed)
+    other = Table(title="engine", title_justify="left")
+    other.add_column("setting")
+    other.add_column("value")
+    other.add_column("from", style="dim")
+    fold(other)
+    for key, value in result.compilation.items():
+        other.add_row(
+            plain(f"compilation.{key}"), plain(value), plain(sources[f"compilation.{key}"])
+        )
+    for key, value in result.parallel.items():
+        other.add_row(plain(key), plain(value), plain(sources[key]))
+    tables = [fields, other]
+    if result.ir_dispatch:
+        dispatch = Table(title="IR dispatch on this target", title_justify="left")
+        dispatch.add_column("op")
+        dispatch.add_column("providers tried, in order")
+        fold(dispatch)
+        for op, chain in result.ir_dispatch.items():
+            dispatch.add_row(plain(op), plain(" → ".join(chain)))
+        tables.append(dispatch)
+    return tables
+
+
+def summary_row(
+    result: Resolution | Failure, line_id: Any, code: int, *, strict: bool = False
+) -> dict[str, Any]:
+    """One ``--batch --format table`` row: id, target, verdict, hash prefix, first problem
+    (the user's text already cut to what the table shows, so that rows stay small)."""
+    data = as_data(result, strict=strict)
+    platform = data.get("platform") or {}
+    first = next(
+        (p for p in data["problems"] if p["severity"] != "info"),
+        None,
+    )
+    return {
+        "id": _cut(str(line_id), ID_CELL),
+        "target": _cut(f"{platform.get('device') or '?'}, vLLM {data['vllm_version'] or '?'}"),
+        "exit_code": code,
+        "hash": (data["hash"] or "")[:12],
+        "problem": _cut(f"{first['severity']}: {first['message']}") if first else "",
+    }
+
+
+ID_CELL = 300
+"""The most characters of a batch line's id the summary shows."""
+SUMMARY_ROWS = 1000
+"""The most rows the ``--batch`` summary table shows; the counts cover every line."""
+
+
+def summary_table(rows: list[dict[str, Any]], counts: dict[int, int]) -> Any:
+    """A rich table of ``--batch`` results, one row per line (the first
+    :data:`SUMMARY_ROWS`), and the counts per exit code of every line."""
+    from rich.console import Group
+    from rich.table import Table
+
+    table = fold(Table("id", "target", "exit", "hash", "first problem", title="kernelcfg --batch"))
+    for row in rows[:SUMMARY_ROWS]:
+        table.add_row(
+            plain(row["id"]),
+            plain(row["target"]),
+            str(row["exit_code"]),
+            row["hash"],
+            plain(row["problem"]),
+        )
+    total = sum(counts.values())
+    tally = ", ".join(f"{n:,} exit {code}" for code, n in sorted(counts.items()))
+    shown = f" (the first {len(table.rows):,} shown)" if total > len(table.rows) else ""
+    return Group(table, plain(f"{total:,} lines: {tally}{shown}" if total else "no lines"))
