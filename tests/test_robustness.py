@@ -8,6 +8,7 @@ input line, in order.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -618,3 +619,65 @@ def test_a_closed_pipe_ends_the_batch_at_once(jobs: list[str], count: int | None
     assert b"Traceback" not in err
     if count is not None:
         assert sent[0] < count  # the rest of the input was never read
+
+
+def _slowly_read(args: list[str]) -> tuple[bytes, int, bytes]:
+    """Run kernelcfg with stdout a non-blocking pipe, read slowly at first (so the pipe
+    fills): what arrived, the exit code and stderr."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    proc = subprocess.Popen(
+        [*KERNELCFG, *args],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "KERNELCFG_DEVICE": "h100"},
+    )
+    os.close(write)
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    chunks = []
+    try:
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            for turn in itertools.count():
+                if turn < 15:
+                    time.sleep(0.03)
+                data = pipe.read(4096 if turn < 15 else 1 << 20)
+                if not data:
+                    break
+                chunks.append(data)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        watchdog.cancel()
+    return b"".join(chunks), proc.returncode, err
+
+
+def test_non_blocking_stdout_gets_every_line(tmp_path: Path) -> None:
+    count = 3000
+    out, code, err = _slowly_read(["resolve", "--batch", str(_batch_of(tmp_path, count))])
+    assert (code, b"Traceback" in err) == (0, False), err[-2000:]
+    assert [line["id"] for line in json_lines(out)] == list(range(count))
+
+
+def test_non_blocking_stdout_gets_a_whole_large_output() -> None:
+    """One resolve whose JSON is over 64 KiB (a pipe's size): all of it, exit 0."""
+    rms_norm = "--ir-op-priority.rms_norm=" + ",".join(["native"] * 3000)
+    out, code, err = _slowly_read(["resolve", "--format", "json", rms_norm])
+    assert (code, b"Traceback" in err) == (0, False), err[-2000:]
+    assert len(out) > 64 * 1024
+    assert one_json(out)["kernel_config"]["ir_op_priority"]["rms_norm"] == ["native"] * 3000
+
+
+def test_a_full_disk_is_exit_74_in_one_line() -> None:
+    for args in (["--format", "json"], ["--batch", "-"]):
+        done = subprocess.run(
+            f"{sys.executable} -m kernelcfg resolve {' '.join(args)} > /dev/full",
+            shell=True,
+            input=b'["--device", "h100"]\n' * 300,
+            capture_output=True,
+            env={**os.environ, "KERNELCFG_DEVICE": "h100"},
+            check=False,
+        )
+        assert done.returncode == 74, done.stderr[-2000:]
+        assert done.stderr.endswith(
+            b"error: cannot write standard output: No space left on device\n"
+        ), done.stderr[-2000:]

@@ -76,7 +76,8 @@ option of the very same name: then it is vLLM's.
         "Exit codes: 0 valid; 1 vLLM would refuse it at engine start-up (or the target "
         "cannot run it); 2 vLLM would refuse it while reading its arguments, or the input "
         "cannot be read (files: regular, at most 16 MiB, UTF-8; JSON/YAML nested at most "
-        "64 levels); 70 a bug in kernelcfg."
+        "64 levels); 70 a bug in kernelcfg; 74 standard output cannot be written (a full "
+        "disk)."
     ),
 )
 def resolve(
@@ -328,8 +329,9 @@ class _Out:
 
 
 def _write_whole(data: bytes) -> None:
-    """Write ``data`` to stdout completely, retrying short writes (a full pipe, a signal)."""
-    import os
+    """Write ``data`` to stdout completely (:func:`write_fully`: short writes, a signal,
+    a non-blocking pipe that is full)."""
+    from kernelcfg.cli.common import write_fully
 
     try:
         fd = sys.stdout.fileno()
@@ -338,9 +340,7 @@ def _write_whole(data: bytes) -> None:
         sys.stdout.flush()
         return
     sys.stdout.flush()
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    write_fully(fd, data)
 
 
 def _matrix(axes: list[str]) -> list[dict[str, str]]:
