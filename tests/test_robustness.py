@@ -8,11 +8,13 @@ input line, in order.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -475,3 +477,207 @@ def test_option_count_and_word_length_are_capped(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 10
     assert [line["exit_code"] for line in lines] == [2, 2]
     assert "at most 10,000" in lines[0]["problems"][0]["message"]
+
+
+def _batch_of(tmp_path: Path, count: int) -> Path:
+    """``count`` lines with ids 0, 1, …: the same words (made once, so the lines are quick)."""
+    path = tmp_path / "ids.jsonl"
+    argv = ["--device", "h100", "--moe-backend", "triton"]
+    path.write_text("".join(json.dumps({"id": i, "argv": argv}) + "\n" for i in range(count)))
+    return path
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _parent(int(entry)) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of a live process (``None`` when gone or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, parent = stat.rsplit(")", 1)[1].split()[:2]
+    return None if state in ("Z", "X") else int(parent)
+
+
+def _workers(proc: subprocess.Popen[bytes], count: int = 2) -> list[int]:
+    """The ``--jobs`` workers of ``proc``, once ``count`` of them run."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = _children(proc.pid)
+        if len(found) >= count:
+            return found
+        time.sleep(0.01)
+    raise AssertionError(f"{count} workers never started: {_children(proc.pid)}")
+
+
+def _two_cpus() -> bool:
+    from kernelcfg.output.parallel import available_jobs
+
+    return Path("/proc/self/stat").exists() and available_jobs() >= 2
+
+
+def _streaming(path: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """``resolve --batch PATH --jobs 2`` running, its stdout and stderr pipes."""
+    return subprocess.Popen(
+        [*KERNELCFG, "resolve", "--batch", str(path), "--jobs", "2", *extra],
+        bufsize=0,  # a line read first, then the rest by communicate(): nothing held between
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "KERNELCFG_DEVICE": "h100"},
+    )
+
+
+@pytest.mark.skipif(not _two_cpus(), reason="needs /proc and two CPUs for two workers")
+def test_a_killed_worker_loses_no_line(tmp_path: Path) -> None:
+    """A worker killed (the OOM killer) while the batch streams: what it held is made in
+    the parent, every line once and in order, with a note (not BrokenProcessPool)."""
+    count = 12 * 256
+    proc = _streaming(_batch_of(tmp_path, count))
+    try:
+        first = proc.stdout.readline()  # type: ignore[union-attr]
+        os.kill(_workers(proc)[0], signal.SIGKILL)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert b"Traceback" not in err, err[-2000:]
+    assert proc.returncode == 0, err[-2000:]
+    assert [line["id"] for line in json_lines(first + rest)] == list(range(count))
+    assert b"note: --jobs 2: a worker process died" in err
+
+
+@pytest.mark.skipif(not _two_cpus(), reason="needs /proc and two CPUs for two workers")
+def test_workers_end_with_their_parent(tmp_path: Path) -> None:
+    proc = _streaming(_batch_of(tmp_path, 12 * 256))
+    workers: list[int] = []
+    try:
+        proc.stdout.readline()  # type: ignore[union-attr]
+        workers = _workers(proc)
+        proc.terminate()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while any(_parent(w) is not None for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        survivors = [w for w in workers if _parent(w) is not None]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in workers:
+            if _parent(pid) is not None:
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+    assert survivors == []
+
+
+@pytest.mark.parametrize("jobs", [[], ["--jobs", "2"]])
+@pytest.mark.parametrize("count", [100_000, None], ids=["bounded", "endless"])
+def test_a_closed_pipe_ends_the_batch_at_once(jobs: list[str], count: int | None) -> None:
+    """``yes '[…]' | kernelcfg resolve --batch - | head -1``: the batch ends at the first
+    line it cannot write, reads no further, and exits 0 quietly."""
+    proc = subprocess.Popen(
+        [*KERNELCFG, "resolve", "--batch", "-", *jobs],
+        bufsize=0,  # nothing left in a buffer to flush into the closed pipe
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "KERNELCFG_DEVICE": "h100"},
+    )
+    sent = [0]
+
+    def feed() -> None:
+        block = b'["--device", "h100"]\n' * 1000
+        try:
+            while count is None or sent[0] < count:
+                proc.stdin.write(block)  # type: ignore[union-attr]
+                sent[0] += 1000
+            proc.stdin.close()  # type: ignore[union-attr]
+        except (OSError, ValueError):  # the batch stopped reading
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    with proc:
+        feeder.start()
+        try:
+            assert proc.stdout.readline().startswith(b"{")  # type: ignore[union-attr]
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.wait(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        feeder.join(timeout=10)
+        err = proc.stderr.read()  # type: ignore[union-attr]
+    assert proc.returncode == 0, err[-2000:]
+    assert b"Traceback" not in err
+    if count is not None:
+        assert sent[0] < count  # the rest of the input was never read
+
+
+def _slowly_read(args: list[str]) -> tuple[bytes, int, bytes]:
+    """Run kernelcfg with stdout a non-blocking pipe, read slowly at first (so the pipe
+    fills): what arrived, the exit code and stderr."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    proc = subprocess.Popen(
+        [*KERNELCFG, *args],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "KERNELCFG_DEVICE": "h100"},
+    )
+    os.close(write)
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    chunks = []
+    try:
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            for turn in itertools.count():
+                if turn < 15:
+                    time.sleep(0.03)
+                data = pipe.read(4096 if turn < 15 else 1 << 20)
+                if not data:
+                    break
+                chunks.append(data)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        watchdog.cancel()
+    return b"".join(chunks), proc.returncode, err
+
+
+def test_non_blocking_stdout_gets_every_line(tmp_path: Path) -> None:
+    count = 3000
+    out, code, err = _slowly_read(["resolve", "--batch", str(_batch_of(tmp_path, count))])
+    assert (code, b"Traceback" in err) == (0, False), err[-2000:]
+    assert [line["id"] for line in json_lines(out)] == list(range(count))
+
+
+def test_non_blocking_stdout_gets_a_whole_large_output() -> None:
+    """One resolve whose JSON is over 64 KiB (a pipe's size): all of it, exit 0."""
+    rms_norm = "--ir-op-priority.rms_norm=" + ",".join(["native"] * 3000)
+    out, code, err = _slowly_read(["resolve", "--format", "json", rms_norm])
+    assert (code, b"Traceback" in err) == (0, False), err[-2000:]
+    assert len(out) > 64 * 1024
+    assert one_json(out)["kernel_config"]["ir_op_priority"]["rms_norm"] == ["native"] * 3000
+
+
+def test_a_full_disk_is_exit_74_in_one_line() -> None:
+    for args in (["--format", "json"], ["--batch", "-"]):
+        done = subprocess.run(
+            f"{sys.executable} -m kernelcfg resolve {' '.join(args)} > /dev/full",
+            shell=True,
+            input=b'["--device", "h100"]\n' * 300,
+            capture_output=True,
+            env={**os.environ, "KERNELCFG_DEVICE": "h100"},
+            check=False,
+        )
+        assert done.returncode == 74, done.stderr[-2000:]
+        assert done.stderr.endswith(
+            b"error: cannot write standard output: No space left on device\n"
+        ), done.stderr[-2000:]

@@ -10,7 +10,15 @@ from kernelcfg.base.bounded import one_line
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.json_text import compact
 
-__all__ = ["EXIT_BUG", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "Problem", "exit_code"]
+__all__ = [
+    "EXIT_BUG",
+    "EXIT_INVALID",
+    "EXIT_IOERR",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Problem",
+    "exit_code",
+]
 
 EXIT_OK = 0
 """Valid (warnings allowed unless strict)."""
@@ -20,6 +28,8 @@ EXIT_USAGE = 2
 """vLLM would refuse (or crash on) it while reading its arguments."""
 EXIT_BUG = 70
 """A bug in kernelcfg (``EX_SOFTWARE``): never a verdict about the input."""
+EXIT_IOERR = 74
+"""Standard output could not be written (``EX_IOERR``: a full disk, a device error)."""
 
 _LONGEST = 2000
 """Messages are cut there: a user's 10 MB value is not echoed whole."""

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from kernelcfg._version import __version__
-from kernelcfg.cli.common import silence_stdout
+from kernelcfg.cli.common import OutputError, patient_stdout, silence_stdout
 
 app = typer.Typer(
     name="kernelcfg",
@@ -57,7 +57,8 @@ def main_callback(
 
 
 def _guard_streams() -> None:
-    """Output never crashes: undecodable text is escaped, a closed stream is a null one."""
+    """Output never crashes: undecodable text is escaped, a closed stream is a null one,
+    and stdout is written whole even when its descriptor is non-blocking."""
     import os
 
     for name in ("stdout", "stderr"):
@@ -66,17 +67,20 @@ def _guard_streams() -> None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
         elif hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    patient_stdout()
 
 
 def main() -> None:
-    """Console-script entry point: exit 0, 1 or 2 as documented; 70 for a kernelcfg bug."""
+    """Console-script entry point: exit 0, 1 or 2 as documented; 70 for a kernelcfg bug;
+    74 when standard output cannot be written."""
     import traceback
 
-    from kernelcfg.base.problems import EXIT_BUG
+    from kernelcfg.base.problems import EXIT_BUG, EXIT_IOERR
 
     _guard_streams()
     try:
         code = app(standalone_mode=False)
+        sys.stdout.flush()  # here, where a failure is caught, not at the interpreter's exit
     except SystemExit:
         raise
     except typer.Abort:
@@ -84,6 +88,10 @@ def main() -> None:
     except BrokenPipeError:
         silence_stdout()
         raise SystemExit(0) from None
+    except OutputError as exc:
+        silence_stdout()
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(EXIT_IOERR) from None
     except Exception as exc:
         if _usage_error(exc):
             # The CLI framework's own refusals (click's UsageError), one line like the rest.

@@ -3,11 +3,15 @@ problem lines on stderr."""
 
 from __future__ import annotations
 
+import io
 import sys
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 class FailOn(StrEnum):
@@ -243,3 +247,77 @@ def silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+class OutputError(Exception):
+    """Standard output cannot take what kernelcfg writes (a full disk, a device error):
+    exit 74 (``EX_IOERR``) with this message, never a traceback."""
+
+
+def write_fully(fd: int, data: bytes | memoryview) -> None:
+    """Write ``data`` to ``fd`` whole: a short write is continued, and a descriptor that
+    another process made non-blocking is waited on while it is full (``select``), so that
+    no byte is lost to ``BlockingIOError``. A closed pipe stays ``BrokenPipeError`` (the
+    reader left: end quietly); any other failure is an :class:`OutputError`."""
+    import os
+    import select
+
+    view = memoryview(data).cast("B")
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write standard output: {exc.strerror or exc}") from None
+
+
+def patient_stdout() -> None:
+    """Put standard output on :func:`write_fully`, so that every command's output (plain
+    text, JSON, rich tables) arrives whole when its descriptor is non-blocking (a
+    terminal shared with a Node.js program, a pipe made so by the reader); only the
+    interpreter's own stdout, with a descriptor, is replaced (not a test's capture)."""
+    stream = sys.stdout
+    if stream is not sys.__stdout__ or not isinstance(stream, io.TextIOWrapper):
+        return
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    stream.flush()
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_WholeWrites(fd)),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        newline="\n",
+        line_buffering=stream.line_buffering,
+        write_through=stream.write_through,
+    )
+
+
+class _WholeWrites(io.RawIOBase):
+    """A file descriptor written through :func:`write_fully` (never closed by it)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        """The descriptor written to."""
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        import os
+
+        return os.isatty(self.fd)
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        """Write all of ``data``; return its length."""
+        view = memoryview(data)
+        write_fully(self.fd, view)
+        return view.nbytes

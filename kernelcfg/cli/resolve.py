@@ -78,7 +78,8 @@ option of the very same name: then it is vLLM's.
         "Exit codes: 0 valid; 1 vLLM would refuse it at engine start-up (or the target "
         "cannot run it); 2 vLLM would refuse it while reading its arguments, or the input "
         "cannot be read (files: regular, at most 16 MiB, UTF-8; JSON/YAML nested at most "
-        "64 levels); 70 a bug in kernelcfg."
+        "64 levels); 70 a bug in kernelcfg; 74 standard output cannot be written (a full "
+        "disk)."
     ),
 )
 def resolve(
@@ -141,8 +142,9 @@ def resolve(
             "--jobs",
             "-j",
             help="With --batch (JSON lines): resolve in N worker processes, or auto (one per "
-            "CPU; the default for a file, while standard input is read line by line); the "
-            "output keeps the input's order.",
+            "CPU; the default for a file, while standard input is read line by line); never "
+            "more than the CPUs this process may use (affinity, cgroup quota); the output "
+            "keeps the input's order.",
             show_default=False,
         ),
     ] = None,
@@ -329,8 +331,9 @@ class _Out:
 
 
 def _write_whole(data: bytes) -> None:
-    """Write ``data`` to stdout completely, retrying short writes (a full pipe, a signal)."""
-    import os
+    """Write ``data`` to stdout completely (:func:`write_fully`: short writes, a signal,
+    a non-blocking pipe that is full)."""
+    from kernelcfg.cli.common import write_fully
 
     try:
         fd = sys.stdout.fileno()
@@ -339,9 +342,7 @@ def _write_whole(data: bytes) -> None:
         sys.stdout.flush()
         return
     sys.stdout.flush()
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    write_fully(fd, data)
 
 
 MAX_MATRIX_CELLS = 10_000
@@ -396,8 +397,10 @@ def _run_batch(
     cells: list[dict[str, str]],
     jobs: int = 1,
 ) -> int:
-    """``--batch``: one JSON line per input line, written as they are known; or a report."""
+    """``--batch``: one JSON line per input line, written as they are known; or a report.
+    A closed stdout ends it at once, quietly, with the code of the lines made so far."""
     import signal
+    from contextlib import closing
 
     from kernelcfg.base import bounded
     from kernelcfg.commands import pipeline
@@ -419,17 +422,22 @@ def _run_batch(
                 for line in pipeline.batch(bounded.lines(stream), flags, matrix=cells):
                     run.take(line)
             else:
-                for rendered in parallel.json_lines(
+                made = parallel.json_lines(
                     bounded.lines(stream),
                     flags,
                     cells,
                     jobs=jobs,
                     strict=run.strict,
                     never=fail_on is FailOn.never,
-                ):
-                    run.take_rendered(rendered)
+                )
+                with closing(made):  # its workers stop with it
+                    for rendered in made:
+                        run.take_rendered(rendered)
+                        if run.out.closed:  # the reader left (| head): read no further
+                            return run.worst
         run.out.flush()
-        run.tally()
+        if not run.out.closed:
+            run.tally()
     except KeyboardInterrupt:
         run.out.pending.clear()
         return 130
@@ -494,7 +502,9 @@ class _Batch:
             self._collect(line, result, code)
 
     def take_rendered(self, chunk: Any) -> None:
-        """A chunk of JSON lines, made here or by a worker."""
+        """A chunk of JSON lines, made here or by a worker (or a note of the run's)."""
+        for note in () if self.quiet else chunk.notes:
+            sys.stderr.write(f"note: {note}\n")
         for code, count in chunk.codes.items():
             self._count(code, count)
         for trace in chunk.tracebacks:
