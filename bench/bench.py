@@ -281,6 +281,16 @@ def _hostile_inputs(tmp: Path) -> dict[str, list[str]]:
     bad = (json.dumps(["a" * 300]) + "\n" + '{"id": NaN, "argv": []}\n').encode()
     _write(tmp / "bad.jsonl", (good, 1000), (bad, 1), (good, 1000))
     os.mkfifo(tmp / "fifo.yaml")
+    _write(tmp / "options.jsonl", (b'["--device", "h100"', 1), (b', "--bog"', 9990), (b"]\n", 1))
+    long_id = (json.dumps({"id": "i" * 200_000, "argv": ["--device", "h100"]}) + "\n").encode()
+    _write(tmp / "ids.jsonl", (long_id, 20))
+    saved = '{"vllm_version": "0.34.0", "kernel_config": {}, "hash": "' + "0" * 64 + '", '
+    (tmp / "a.json").write_text(saved + '"hash_factors": {}}')
+    with (tmp / "b.json").open("w") as fh:
+        fh.write(saved + '"hash_factors": {"k0": 0')
+        fh.writelines(f', "k{i}": {i}' for i in range(1, 400_000))
+        fh.write("}}")
+    axis = ",".join(["h100"] * 3000)
     kc = [PY, "-m", "kernelcfg"]
     return {
         "yaml alias bomb": [*kc, "resolve", "--device", "h100", "--config", str(tmp / "bomb.yaml")],
@@ -298,6 +308,31 @@ def _hostile_inputs(tmp: Path) -> dict[str, list[str]]:
         ],
         "/dev/zero as --batch": [*kc, "resolve", "--batch", "/dev/zero"],
         "lint-env, 200k unknowns": [*kc, "lint-env", "--env-file", str(tmp / "many.env")],
+        "9,990 unknown options, one batch line": [
+            *kc,
+            "resolve",
+            "--batch",
+            str(tmp / "options.jsonl"),
+        ],
+        "batch table, ids of 200 KB": [
+            *kc,
+            "resolve",
+            "--batch",
+            str(tmp / "ids.jsonl"),
+            "--format",
+            "table",
+        ],
+        "diff, 400,000 hash factors": [*kc, "diff", str(tmp / "a.json"), str(tmp / "b.json")],
+        "--matrix 3,000 x 3,000": [
+            *kc,
+            "resolve",
+            "--batch",
+            str(tmp / "ids.jsonl"),
+            "--matrix",
+            f"device={axis}",
+            "--matrix",
+            f"install={axis}",
+        ],
         "batch with bad lines": [
             *kc,
             "resolve",

@@ -95,6 +95,16 @@ def test_diff_of_many_factors_is_summarised(tmp_path: Path) -> None:
     assert "4,006 more not shown" in table.stdout
 
 
+def test_diff_refuses_a_saved_output_of_too_many_factors(tmp_path: Path) -> None:
+    a = _saved(tmp_path, "a.json", {})
+    b = _saved(tmp_path, "b.json", {"hash_factors": {f"k{i}": i for i in range(10_001)}})
+    started = time.perf_counter()
+    done = run("diff", a, b)
+    assert time.perf_counter() - started < 3
+    assert done.exit_code == 2
+    assert "10,001 hash factors" in done.stderr
+
+
 def test_an_unknown_option_of_half_a_megabyte_is_not_kept_whole() -> None:
     option = "--" + "a" * (512 * 1024)
     (result,) = batch([["--device", "h100", option]])

@@ -43,6 +43,12 @@ class Side:
     """Its hash; ``None`` where the release or the saved output has none."""
 
 
+MAX_SAVED_BYTES = 2 * 1024 * 1024
+"""The largest saved resolve ``diff`` reads (a resolve with a model's walks is ~11 KB)."""
+MAX_FACTORS = 10_000
+"""The most hash factors (and kernel-config fields) a saved resolve may hold."""
+
+
 _SAVED_SHAPE: dict[str, type | tuple[type, ...]] = {
     "vllm_version": str,
     "kernel_config": dict,
@@ -53,7 +59,7 @@ _SAVED_SHAPE: dict[str, type | tuple[type, ...]] = {
 
 def _from_saved(path: str) -> Side:
     what = f"saved resolve {shown(path)}"
-    data = loads_json(read_text(path, "diff"), what)
+    data = loads_json(read_text(path, "diff", limit=MAX_SAVED_BYTES), what)
     if not isinstance(data, dict):
         raise ArgumentError(f"{what} is not a `kernelcfg resolve --format json` output")
     for key, kind in _SAVED_SHAPE.items():
@@ -63,6 +69,12 @@ def _from_saved(path: str) -> Side:
                 "save it with `kernelcfg resolve --format json` (a line without a hash "
                 "cannot be compared)"
             )
+    if len(data["hash_factors"]) > MAX_FACTORS or len(data["kernel_config"]) > MAX_FACTORS:
+        raise ArgumentError(
+            f"{what}: {len(data['hash_factors']):,} hash factors and "
+            f"{len(data['kernel_config']):,} fields; a saved resolve has at most "
+            f"{MAX_FACTORS:,} of each (vLLM's kernel config has a few dozen)"
+        )
     _check_ir_lists(data["kernel_config"], what)
     platform = data.get("platform")
     attention = data.get("attention_config")
