@@ -28,6 +28,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_LINE_BYTES",
+    "MAX_WORDS",
     "MAX_YAML_LINE",
     "MAX_YAML_NODES",
     "check_depth",
@@ -41,12 +42,15 @@ __all__ = [
     "read_text",
     "reason",
     "shown",
+    "yaml_documents",
 ]
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """The largest file kernelcfg reads (16 MiB): YAML, JSON, env files."""
 MAX_LINE_BYTES = 1024 * 1024
 """The longest ``--batch`` line (1 MiB)."""
+MAX_WORDS = 10_000
+"""The most words one command line may have (a launch in a file too)."""
 MAX_DEPTH = 64
 """The deepest nesting of JSON or YAML values kernelcfg reads."""
 MAX_YAML_LINE = 64 * 1024
@@ -196,13 +200,7 @@ def loads_yaml(text: str, what: str) -> Any:
     """YAML text through PyYAML's safe loader, with nesting and alias expansion capped."""
     import yaml
 
-    longest = max(map(len, text.splitlines()), default=0)
-    if longest > MAX_YAML_LINE:
-        raise ArgumentError(
-            f"{what}: a line of {longest:,} characters; YAML lines are capped at "
-            f"{MAX_YAML_LINE // 1024} KiB",
-            field=what,
-        )
+    _check_yaml_lines(text, what)
     try:
         loader = _safe_loader()(text)
         try:
@@ -222,6 +220,44 @@ def loads_yaml(text: str, what: str) -> Any:
         ) from None
     except (ValueError, OverflowError, TypeError) as exc:
         raise ArgumentError(f"{what}: unusable YAML value ({reason(exc)})", field=what) from None
+
+
+def yaml_documents(text: str, what: str) -> list[Any]:
+    """Every document of a YAML stream as PyYAML's nodes (each with its place in the
+    text: ``start_mark``), under the limits of :func:`loads_yaml`."""
+    import yaml
+
+    _check_yaml_lines(text, what)
+    documents: list[Any] = []
+    try:
+        loader = _safe_loader()(text)
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                if node is not None:
+                    _check_yaml_nodes(node, what)
+                    documents.append(node)
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else "malformed YAML"
+        raise ArgumentError(f"{what}: not valid YAML: {one_line(first)}", field=what) from None
+    except (RecursionError, _TooDeepError):
+        raise ArgumentError(
+            f"{what}: YAML nested deeper than {MAX_DEPTH} levels", field=what
+        ) from None
+    return documents
+
+
+def _check_yaml_lines(text: str, what: str) -> None:
+    """Refuse a YAML text with a line longer than :data:`MAX_YAML_LINE`."""
+    longest = max(map(len, text.splitlines()), default=0)
+    if longest > MAX_YAML_LINE:
+        raise ArgumentError(
+            f"{what}: a line of {longest:,} characters; YAML lines are capped at "
+            f"{MAX_YAML_LINE // 1024} KiB",
+            field=what,
+        )
 
 
 class _TooDeepError(Exception):

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelcfg.base.bounded import loads_json, reason, shown
+from kernelcfg.base.bounded import MAX_WORDS, loads_json, reason, shown
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
 from kernelcfg.base.problems import EXIT_BUG, EXIT_USAGE, Problem
 from kernelcfg.engine.resolution import Resolution, resolve
@@ -55,6 +55,10 @@ class Request(argv_mod.TargetOptions):
 
     environ: Mapping[str, str] | None = None
     """The process environment to read (default: ``os.environ``)."""
+    serve_is_vllms: bool = False
+    """Whether every word after ``vllm serve`` is vLLM's own (a launch found in a file,
+    a pasted line in a batch): kernelcfg's options there are refused as vLLM refuses
+    them, and the run's target and release stand."""
     _engine_env: dict[str, str] | None = field(default=None, repr=False)
     _release_env: dict[str, str] | None = field(default=None, repr=False)
 
@@ -103,7 +107,9 @@ def prepare(
     release = chosen.release
     env = req.engine_env()
     env.update(req.env)
-    inputs, line = argv_mod.parse(args, release, env=env, context=argv_mod.ContextOptions())
+    inputs, line = argv_mod.parse(
+        args, release, env=env, context=argv_mod.ContextOptions(), serve_is_vllms=req.serve_is_vllms
+    )
     inputs.env.update(line.env)
     if line.quant_scheme:
         inputs.quant_scheme = line.quant_scheme
@@ -120,7 +126,6 @@ def prepare(
     return release, _target(line if named else req, environ), inputs
 
 
-MAX_WORDS = 10_000
 """The most words one command line may hold (a real vllm serve line has < 200)."""
 MAX_WORD_BYTES = 1024 * 1024
 """The longest word (1 MiB): a --kernel-config JSON is a few hundred bytes."""
@@ -143,7 +148,8 @@ def _check_size(args: Sequence[str]) -> None:
 
 def _release(args: Sequence[str], req: Request) -> releases.Chosen:
     """The release a line asks for: its own flag, the run's, then as releases.choose."""
-    return releases.choose(argv_mod.split_version(args) or req.vllm_version, req.release_env())
+    head = argv_mod.split_serve(args)[0] if req.serve_is_vllms else args
+    return releases.choose(argv_mod.split_version(head) or req.vllm_version, req.release_env())
 
 
 def _target(
@@ -359,7 +365,7 @@ def batch(
     unaffected. A bug shows as a ``Failure`` of code ``internal-error`` (exit 70)
     carrying the traceback.
     """
-    request = request or Request()
+    request = request or Request(serve_is_vllms=True)
     for item in batch_words(lines, common, matrix, start):
         if isinstance(item, Line):
             yield item

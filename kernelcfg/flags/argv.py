@@ -611,12 +611,16 @@ def parse(
     *,
     env: Mapping[str, str] | None = None,
     context: ContextOptions | None = None,
+    serve_is_vllms: bool = False,
 ) -> tuple[Inputs, ContextOptions]:
     """Read ``argv`` (vLLM flags, optionally ``vllm serve MODEL …``) into inputs.
 
     kernelcfg's own options (:data:`CONTEXT_OPTIONS`) are taken out first: anywhere
     before the ``vllm serve`` part, and inside it where the release's ``vllm serve``
-    has no option of that name. The rest is read as ``vllm serve`` reads it.
+    has no option of that name — unless ``serve_is_vllms``: then every word of the
+    ``vllm serve`` part is vLLM's (a line found in a file or written in a batch: an
+    option vLLM lacks is refused as vLLM refuses it, never a change of target).
+    The rest is read as ``vllm serve`` reads it.
     """
     inputs = Inputs(env=dict(env) if env is not None else {})
     ctx = context or ContextOptions()
@@ -624,9 +628,8 @@ def parse(
     head = take_options(head, CONTEXT_OPTIONS, lambda name, value: _context(ctx, name, value))
     tokens, insert_at = head, 0
     if serve is not None:
-        taken = take_options(
-            serve, context_after_serve(release), lambda name, value: _context(ctx, name, value)
-        )
+        own = {} if serve_is_vllms else context_after_serve(release)
+        taken = take_options(serve, own, lambda name, value: _context(ctx, name, value))
         tokens, insert_at = _serve_line(taken, head)
     if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
         tokens = _expand_config(tokens, inputs.notes, insert_at=insert_at, serve=serve is not None)
