@@ -164,3 +164,48 @@ def test_plain_env_files_read_as_dotenv_reads_them() -> None:
     check()
     assert _plain_env("export A=1\n") is None
     assert _plain_env('A="1"\n') is None
+
+
+def test_lines_end_where_dotenv_ends_them(tmp_path: Path) -> None:
+    import io
+
+    from dotenv import dotenv_values
+
+    from kernelcfg.checks.lint_env import read_env_file
+
+    text = (
+        "VLLM_USE_DEEP_GEMM=1\x85VLLM_BOGUS_A=2\n"
+        "VLLM_ROCM_USE_AITER=1\u2028VLLM_BOGUS_B=1\x1eVLLM_BOGUS_C=1\n"
+        "VLLM_CR=1\rVLLM_CRLF=2\r\nVLLM_LAST=3"
+    )
+    path = tmp_path / "breaks.env"
+    path.write_bytes(text.encode())
+    read = read_env_file(str(path))
+    assert read == dict(dotenv_values(stream=io.StringIO(text), interpolate=False))
+    assert read["VLLM_USE_DEEP_GEMM"] == "1\x85VLLM_BOGUS_A=2"
+    assert not any(name.startswith("VLLM_BOGUS") for name in read)
+    assert [read[k] for k in ("VLLM_CR", "VLLM_CRLF", "VLLM_LAST")] == ["1", "2", "3"]
+
+
+def test_plain_lines_split_as_dotenv_splits_them() -> None:
+    import io
+
+    from dotenv import dotenv_values
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from kernelcfg.checks.lint_env import _plain_env
+
+    keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
+    values = st.text(st.sampled_from("ab1=\x85\u2028\x1e\x1c\x0b\x0c\t "), max_size=6)
+    ends = st.sampled_from(["\n", "\r\n", "\r"])
+
+    @settings(max_examples=examples(200), deadline=None)
+    @given(st.lists(st.tuples(keys, values, ends), max_size=6))
+    def check(lines: list[tuple[str, str, str]]) -> None:
+        text = "".join(f"{k}={v}{end}" for k, v, end in lines)
+        plain = _plain_env(text)
+        if plain is not None:
+            assert plain == dict(dotenv_values(stream=io.StringIO(text), interpolate=False))
+
+    check()
