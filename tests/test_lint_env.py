@@ -320,3 +320,31 @@ def test_user_text_stays_on_one_line_in_every_format(tmp_path: Path) -> None:
             else:
                 assert not line.lstrip().startswith("::"), (fmt, line)
         assert "\x1b" not in out, fmt
+
+
+def test_resolve_warns_as_lint_env_words_it_once_per_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelcfg.checks import lint_env as lint_mod
+
+    calls: list[str] = []
+    real = lint_mod.ignored
+
+    def counted(environ: Any, release: Any) -> Any:
+        calls.append(release.version)
+        return real(environ, release)
+
+    monkeypatch.setattr(lint_mod, "ignored", counted)
+    path = tmp_path / "lines.jsonl"
+    path.write_text(
+        "".join(json.dumps(["--max-model-len", str(1000 + i)]) + "\n" for i in range(20))
+    )
+    env = ("--env", "VLLM_USE_OINK_OP=once-per-environment")
+    out = run("resolve", "--batch", str(path), "--device", "h100", "--vllm-version", "0.33", *env)
+    (finding,) = lint({"VLLM_USE_OINK_OP": "once-per-environment"}, releases.load("0.33"))
+    warning = {"severity": "warning", "code": finding.code, "field": finding.variable}
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(lines) == 20
+    assert all(line["problems"] == [{**warning, "message": finding.message}] for line in lines)
+    assert out.exit_code == 0
+    assert calls == ["0.33.0"]

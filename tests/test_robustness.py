@@ -492,6 +492,30 @@ def test_lint_env_never_forges_a_workflow_command() -> None:
                 assert not line.lstrip().startswith("::"), (fmt, line)
 
 
+def test_resolve_warns_of_variables_vllm_ignores_once(tmp_path: Path) -> None:
+    args = ("resolve", "--device", "h100", "--vllm-version", "0.33", "--format", "json")
+    ignored = ("--env", "VLLM_USE_OINK_OP=1", "--env", "VLLM_ATTENTION_BACKEND=FLASHINFER")
+    done = kc(*args, *ignored, env={"VLLM_USE_V1": "1", "VLLM_ROCM_USE_AITER": "1"})
+    assert done.returncode == 0
+    found = {p["field"]: p for p in one_json(done.stdout)["problems"] if p["field"]}
+    warned = {f: p["code"] for f, p in found.items() if p["field"].startswith("VLLM_")}
+    assert warned == {
+        "VLLM_USE_OINK_OP": "unknown-variable",
+        "VLLM_ATTENTION_BACKEND": "removed-variable",
+        "VLLM_USE_V1": "removed-variable",
+    }
+    assert "did you mean 'VLLM_USE_OINK_OPS'" in found["VLLM_USE_OINK_OP"]["message"]
+    assert kc(*args, *ignored, "--fail-on", "warning").returncode == 1
+    batch = tmp_path / "lines.jsonl"
+    batch.write_text(
+        '{"id": "a", "env": {"VLLM_NOPE": "1"}, "argv": []}\n{"id": "b", "argv": []}\n'
+    )
+    a, b = json_lines(kc(*args, "--batch", str(batch)).stdout)
+    assert [p["field"] for p in a["problems"]] == ["VLLM_NOPE"]
+    assert a["exit_code"] == 0
+    assert b["problems"] == []
+
+
 def test_framework_errors_are_one_line() -> None:
     done = kc("resolve", "--format", "xml")
     assert done.returncode == 2

@@ -26,6 +26,7 @@ __all__ = [
     "Finding",
     "Summary",
     "findings",
+    "ignored",
     "lint",
     "masked",
     "read_env_file",
@@ -199,21 +200,10 @@ def _unknown(name: str, value: str, release: releases.Release, *, suggest: bool)
     return Finding(name, value, "warning", "unknown-variable", message)
 
 
-def retired_attention(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
-    """The removed variables an attention flag replaced (``VLLM_ATTENTION_BACKEND`` and
-    its kin), as ``lint`` reports them; for ``resolve``."""
-    removed = _history()["removed"]
-    return [
-        _removed(name, environ[name], removed[name], environ, release.version)
-        for name in sorted(environ)
-        if name in removed
-        and name not in release.envs
-        and str(removed[name].get("flag") or "").startswith(("--attention", "-ac"))
-    ]
-
-
 _SEVERITY = {"resolution": "info", "steering": "info", "removed": "warning", "unknown": "warning"}
 """The severity of each kind of finding (a refused variable's is its problem's)."""
+_IGNORED = frozenset({"removed", "unknown"})
+"""The kinds of finding that mean vLLM ignores the variable (``resolve`` warns of them)."""
 
 
 class _Reader:
@@ -372,3 +362,11 @@ def summary(
         severity = reader.severity(name, kind)
         omitted[severity] = omitted.get(severity, 0) + 1
     return Summary(kept, omitted)
+
+
+def ignored(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
+    """The variables of ``environ`` that ``release`` ignores (unknown or removed ones),
+    as lint-env reports them, values masked; for ``resolve``, which reports the
+    variables vLLM refuses itself."""
+    reader = _Reader(environ, release)
+    return [reader.finding(n, k) for n, k in reader.kinds() if k in _IGNORED]
