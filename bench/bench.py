@@ -308,6 +308,14 @@ def _hostile_inputs(tmp: Path) -> dict[str, list[str]]:
         ],
         "/dev/zero as --batch": [*kc, "resolve", "--batch", "/dev/zero"],
         "lint-env, 200k unknowns": [*kc, "lint-env", "--env-file", str(tmp / "many.env")],
+        "lint-env, 200k unknowns, SARIF": [
+            *kc,
+            "lint-env",
+            "--env-file",
+            str(tmp / "many.env"),
+            "--format",
+            "sarif",
+        ],
         "9,990 unknown options, one batch line": [
             *kc,
             "resolve",

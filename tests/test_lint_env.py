@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree as ET
 
 import pytest
 
@@ -164,3 +165,186 @@ def test_plain_env_files_read_as_dotenv_reads_them() -> None:
     check()
     assert _plain_env("export A=1\n") is None
     assert _plain_env('A="1"\n') is None
+
+
+def test_lines_end_where_dotenv_ends_them(tmp_path: Path) -> None:
+    import io
+
+    from dotenv import dotenv_values
+
+    from kernelcfg.checks.lint_env import read_env_file
+
+    text = (
+        "VLLM_USE_DEEP_GEMM=1\x85VLLM_BOGUS_A=2\n"
+        "VLLM_ROCM_USE_AITER=1\u2028VLLM_BOGUS_B=1\x1eVLLM_BOGUS_C=1\n"
+        "VLLM_CR=1\rVLLM_CRLF=2\r\nVLLM_LAST=3"
+    )
+    path = tmp_path / "breaks.env"
+    path.write_bytes(text.encode())
+    read = read_env_file(str(path))
+    assert read == dict(dotenv_values(stream=io.StringIO(text), interpolate=False))
+    assert read["VLLM_USE_DEEP_GEMM"] == "1\x85VLLM_BOGUS_A=2"
+    assert not any(name.startswith("VLLM_BOGUS") for name in read)
+    assert [read[k] for k in ("VLLM_CR", "VLLM_CRLF", "VLLM_LAST")] == ["1", "2", "3"]
+
+
+def test_plain_lines_split_as_dotenv_splits_them() -> None:
+    import io
+
+    from dotenv import dotenv_values
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from kernelcfg.checks.lint_env import _plain_env
+
+    keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
+    values = st.text(st.sampled_from("ab1=\x85\u2028\x1e\x1c\x0b\x0c\t "), max_size=6)
+    ends = st.sampled_from(["\n", "\r\n", "\r"])
+
+    @settings(max_examples=examples(200), deadline=None)
+    @given(st.lists(st.tuples(keys, values, ends), max_size=6))
+    def check(lines: list[tuple[str, str, str]]) -> None:
+        text = "".join(f"{k}={v}{end}" for k, v, end in lines)
+        plain = _plain_env(text)
+        if plain is not None:
+            assert plain == dict(dotenv_values(stream=io.StringIO(text), interpolate=False))
+
+    check()
+
+
+def test_every_format_keeps_the_first_findings_and_counts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelcfg.cli import lint_env as cli_lint_env
+
+    monkeypatch.setattr(cli_lint_env, "TABLE_ROWS", 2)
+    path = tmp_path / "many.env"
+    # Sorted by name: an info first, then warnings, so only the omitted ones fail the run.
+    path.write_text("TORCH_COMPILE_DISABLE=0\nVLLM_NOPE_A=1\nVLLM_NOPE_B=1\nVLLM_NOPE_C=1\n")
+    args = ("lint-env", "--env-file", str(path), "--format")
+    data = run(*args, "json")
+    assert data.exit_code == 1
+    assert [f["field"] for f in data.json()["findings"]] == ["TORCH_COMPILE_DISABLE", "VLLM_NOPE_A"]
+    assert data.json()["omitted"] == 2
+    github = run(*args, "github").stdout.splitlines()
+    assert len(github) == 3
+    assert github[-1].startswith("::warning title=kernelcfg lint-env%3A omitted-findings::2 more")
+    junit = ET.fromstring(run(*args, "junit").stdout)
+    assert len(junit.findall(".//testcase")) == 3
+    assert junit.find("testsuite").get("failures") == "2"  # type: ignore[union-attr]
+    sarif = json.loads(run(*args, "sarif").stdout)["runs"][0]["results"]
+    assert [r["ruleId"] for r in sarif][-1] == "omitted-findings"
+    note = sarif[-1]["message"]["text"]
+    assert note.startswith("2 more findings not shown, after the first 2 (warning: 2)")
+    table = run(*args, "table")
+    assert table.exit_code == 1
+    assert "the first 2 of 4 findings" in table.stdout
+
+
+def test_only_the_first_findings_are_made() -> None:
+    from kernelcfg.checks.lint_env import summary
+
+    environ = {f"VLLM_NOPE_{i:03}": "1" for i in range(300)}
+    found = summary(environ, releases.load(None), 10)
+    assert [f.variable for f in found.findings] == [f"VLLM_NOPE_{i:03}" for i in range(10)]
+    assert found.omitted == {"warning": 290}
+    assert found.total == 300
+
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "github", "junit", "sarif"])
+def test_credentials_are_masked_in_every_format(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "deploy.env"
+    path.write_text(
+        f"VLLM_API_KEYS={SECRET}\nVLLM_HF_TOKEN={SECRET}x\nvllm_db_password={SECRET}y\n"
+        f"VLLM_AUTH_HEADER='Bearer {SECRET}'\nVLLM_NOPE=plain-value\n"
+    )
+    shown = run("lint-env", "--env-file", str(path), "--format", fmt)
+    assert shown.exit_code == 1
+    assert SECRET not in shown.stdout
+    assert "VLLM_API_KEYS" in shown.stdout
+    if fmt in ("table", "json", "junit"):  # the formats that show values
+        assert "***" in shown.stdout
+        assert "plain-value" in shown.stdout
+    opted = run("lint-env", "--env-file", str(path), "--format", fmt, "--show-values")
+    if fmt in ("table", "json", "junit"):
+        assert SECRET in opted.stdout
+
+
+def test_masking_rule() -> None:
+    from kernelcfg.checks.lint_env import masked
+
+    for name in (
+        "VLLM_API_KEY",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "S3_SECRET_ACCESS_KEY",
+        "my_passwd",
+        "DB_PASSWORD",
+        "X_CREDENTIALS",
+        "VLLM_AUTH",
+    ):
+        assert masked(name, "hunter2") == "***", name
+        assert masked(name, "") == ""
+    assert masked("VLLM_USE_DEEP_GEMM", "1") == "1"
+
+
+def test_no_message_that_quotes_a_value_belongs_to_a_credential() -> None:
+    """Only unknown variables' findings may be credentials', and their messages never
+    quote the value; every other kind (removed, refused, resolution, steering) quotes it,
+    so none of their variables may look like a credential (masking relies on it)."""
+    from kernelcfg.checks.lint_env import masked
+
+    history = _history()
+    names = {*history["removed"], *history["resolution"], *history["steering"]}
+    for version in releases.known_versions():
+        release = releases.load(version)
+        names |= set(release.refused_envs) | set(release.rules.get("env_validation", {}))
+    assert [n for n in names if masked(n, "v") != "v"] == []
+
+
+def test_user_text_stays_on_one_line_in_every_format(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.env"
+    path.write_text(
+        'VLLM_USE_DEEP_GEMM="1\\n::error::forged"\n'
+        'VLLM_NOPE="x\\r::warning::forged"\n'
+        'VLLM_ROCM_USE_AITER="1\\n::add-mask::y\\x1b[2J"\n'
+    )
+    for fmt in ("table", "json", "github", "junit", "sarif"):
+        out = run("lint-env", "--env-file", str(path), "--format", fmt).stdout
+        for line in out.splitlines():
+            if fmt == "github":
+                assert re.match(r"::(error|warning|notice) title=kernelcfg ", line), line
+            else:
+                assert not line.lstrip().startswith("::"), (fmt, line)
+        assert "\x1b" not in out, fmt
+
+
+def test_resolve_warns_as_lint_env_words_it_once_per_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelcfg.checks import lint_env as lint_mod
+
+    calls: list[str] = []
+    real = lint_mod.ignored
+
+    def counted(environ: Any, release: Any) -> Any:
+        calls.append(release.version)
+        return real(environ, release)
+
+    monkeypatch.setattr(lint_mod, "ignored", counted)
+    path = tmp_path / "lines.jsonl"
+    path.write_text(
+        "".join(json.dumps(["--max-model-len", str(1000 + i)]) + "\n" for i in range(20))
+    )
+    env = ("--env", "VLLM_USE_OINK_OP=once-per-environment")
+    out = run("resolve", "--batch", str(path), "--device", "h100", "--vllm-version", "0.33", *env)
+    (finding,) = lint({"VLLM_USE_OINK_OP": "once-per-environment"}, releases.load("0.33"))
+    warning = {"severity": "warning", "code": finding.code, "field": finding.variable}
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(lines) == 20
+    assert all(line["problems"] == [{**warning, "message": finding.message}] for line in lines)
+    assert out.exit_code == 0
+    assert calls == ["0.33.0"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -442,8 +443,77 @@ def test_many_unknown_variables_lint_quickly(tmp_path: Path) -> None:
     path = tmp_path / "big.env"
     path.write_text("".join(f"VLLM_UNKNOWN_{i}=1\n" for i in range(200_000)))
     started = time.perf_counter()
-    kc("lint-env", "--env-file", str(path), "--format", "json", timeout=60)
+    done = kc("lint-env", "--env-file", str(path), "--format", "json", timeout=60)
     assert time.perf_counter() - started < 20
+    data = one_json(done.stdout)
+    assert (len(data["findings"]), data["omitted"]) == (1000, 199_000)
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "github", "junit", "sarif"])
+def test_lint_env_keeps_the_first_thousand_findings_in_every_format(
+    tmp_path: Path, fmt: str
+) -> None:
+    path = tmp_path / "many.env"
+    path.write_text("".join(f"VLLM_NOPE_{i:05}=1\n" for i in range(2_000)))
+    done = kc("lint-env", "--env-file", str(path), "--format", fmt)
+    assert done.returncode == 1
+    out = done.stdout.decode()
+    assert len(out) < 1_000_000
+    note = "1,000 more findings not shown, after the first 1,000 (warning: 1,000)"
+    if fmt == "json":
+        assert one_json(done.stdout)["omitted"] == 1_000
+    elif fmt == "table":
+        assert "the first 1,000 of 2,000 findings" in out
+    elif fmt == "github":
+        lines = out.splitlines()
+        assert len(lines) == 1001
+        assert lines[-1] == f"::warning title=kernelcfg lint-env%3A omitted-findings::{note}; " + (
+            "the exit code counts them all"
+        )
+    elif fmt == "junit":
+        cases = ET.fromstring(done.stdout).findall(".//testcase")
+        assert len(cases) == 1001
+        assert note in (cases[-1].findtext("system-out") or "")
+    else:
+        results = one_json(done.stdout)["runs"][0]["results"]
+        assert len(results) == 1001
+        assert results[-1]["message"]["text"].startswith(note)
+
+
+def test_lint_env_never_forges_a_workflow_command() -> None:
+    env = {"VLLM_X\n::error::forged": "1", "VLLM_USE_DEEP_GEMM": "1\n::error::v\x1b[2J"}
+    for fmt in ("table", "json", "github", "junit", "sarif"):
+        out = kc("lint-env", "--format", fmt, env=env).stdout.decode()
+        assert "\x1b" not in out, fmt
+        for line in out.split("\n"):
+            if fmt == "github" and line:
+                assert re.match(r"::(error|warning|notice) title=kernelcfg ", line), line
+            else:
+                assert not line.lstrip().startswith("::"), (fmt, line)
+
+
+def test_resolve_warns_of_variables_vllm_ignores_once(tmp_path: Path) -> None:
+    args = ("resolve", "--device", "h100", "--vllm-version", "0.33", "--format", "json")
+    ignored = ("--env", "VLLM_USE_OINK_OP=1", "--env", "VLLM_ATTENTION_BACKEND=FLASHINFER")
+    done = kc(*args, *ignored, env={"VLLM_USE_V1": "1", "VLLM_ROCM_USE_AITER": "1"})
+    assert done.returncode == 0
+    found = {p["field"]: p for p in one_json(done.stdout)["problems"] if p["field"]}
+    warned = {f: p["code"] for f, p in found.items() if p["field"].startswith("VLLM_")}
+    assert warned == {
+        "VLLM_USE_OINK_OP": "unknown-variable",
+        "VLLM_ATTENTION_BACKEND": "removed-variable",
+        "VLLM_USE_V1": "removed-variable",
+    }
+    assert "did you mean 'VLLM_USE_OINK_OPS'" in found["VLLM_USE_OINK_OP"]["message"]
+    assert kc(*args, *ignored, "--fail-on", "warning").returncode == 1
+    batch = tmp_path / "lines.jsonl"
+    batch.write_text(
+        '{"id": "a", "env": {"VLLM_NOPE": "1"}, "argv": []}\n{"id": "b", "argv": []}\n'
+    )
+    a, b = json_lines(kc(*args, "--batch", str(batch)).stdout)
+    assert [p["field"] for p in a["problems"]] == ["VLLM_NOPE"]
+    assert a["exit_code"] == 0
+    assert b["problems"] == []
 
 
 def test_framework_errors_are_one_line() -> None:

@@ -11,15 +11,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from functools import cache
+from itertools import islice
 from typing import Any, NamedTuple
 
-from kernelcfg.base.bounded import read_text, shown
+from kernelcfg.base.bounded import one_line, read_text, shown
 from kernelcfg.base.errors import ArgumentError, closest
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.defaults import env_flag
 from kernelcfg.vllm.rules import environment_problems
 
-__all__ = ["Finding", "findings", "lint", "read_env_file"]
+__all__ = [
+    "MASK",
+    "SECRET_WORDS",
+    "Finding",
+    "Summary",
+    "findings",
+    "ignored",
+    "lint",
+    "masked",
+    "read_env_file",
+    "summary",
+]
 
 
 class Finding(NamedTuple):
@@ -57,21 +69,36 @@ def _history() -> dict[str, Any]:
     return releases.data_file("env-history.json")
 
 
-_PLAIN_LINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^'\"\\#\s$`]*")
+_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
+_PLAIN_VALUE = r"[^'\"\\#\s$`]*"
+_NOT_PLAIN = re.compile(rf"^(?!{_KEY}={_PLAIN_VALUE}$|#|$)", re.MULTILINE)
+"""The start of a line that needs dotenv's parser (quotes, ``export``, spaces, ``$``,
+a character Python counts as a line break or a space, such as ``\\x85``)."""
+_PAIR = re.compile(rf"^({_KEY})=(.*)$", re.MULTILINE)
+_CHUNK = 1 << 20
+"""A plain file's pairs are taken this many characters at a time, so that the matches
+of one chunk, not of the whole file, are held at once."""
 
 
 def _plain_env(text: str) -> dict[str, str] | None:
     """A file of bare ``KEY=value`` lines (and ``#`` comments) read directly, as dotenv
     would read it; ``None`` when any line needs dotenv's parser (quotes, ``export``,
-    spaces, ``$``). dotenv's parser costs about 15 µs a line (``make bench``)."""
+    spaces, ``$``). dotenv's parser costs about 15 µs a line (``make bench``).
+
+    Lines end where dotenv ends them, at ``\\n``, ``\\r\\n`` or a lone ``\\r``; not at
+    the other breaks of ``str.splitlines`` (``\\x1e``, ``\\x85``, ``\\u2028``), which a
+    shell and dotenv keep inside the value."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _NOT_PLAIN.search(text):
+        return None
     out: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if not _PLAIN_LINE.fullmatch(line):
-            return None
-        key, _, value = line.partition("=")
-        out[key] = value
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _CHUNK)
+        end = len(text) if end < 0 else end
+        out.update(_PAIR.findall(text, start, end))
+        start = end
     return out
 
 
@@ -173,50 +200,173 @@ def _unknown(name: str, value: str, release: releases.Release, *, suggest: bool)
     return Finding(name, value, "warning", "unknown-variable", message)
 
 
-def retired_attention(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
-    """The removed variables an attention flag replaced (``VLLM_ATTENTION_BACKEND`` and
-    its kin), as ``lint`` reports them; for ``resolve``."""
-    removed = _history()["removed"]
-    return [
-        _removed(name, environ[name], removed[name], environ, release.version)
-        for name in sorted(environ)
-        if name in removed
-        and name not in release.envs
-        and str(removed[name].get("flag") or "").startswith(("--attention", "-ac"))
-    ]
+_SEVERITY = {"resolution": "info", "steering": "info", "removed": "warning", "unknown": "warning"}
+"""The severity of each kind of finding (a refused variable's is its problem's)."""
+_IGNORED = frozenset({"removed", "unknown"})
+"""The kinds of finding that mean vLLM ignores the variable (``resolve`` warns of them)."""
 
 
-def lint(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
-    """Findings for the kernel-relevant variables of ``environ`` under ``release``."""
-    return list(findings(environ, release))
+class _Reader:
+    """The findings of one environment under one release, made one at a time: a reader
+    that keeps the first few only counts the kinds of the rest."""
 
+    def __init__(self, environ: Mapping[str, str], release: releases.Release) -> None:
+        self.environ = environ
+        """The variables read."""
+        self.release = release
+        """The release they are read for."""
+        self.refused = {p.field: p for p in environment_problems(release, environ)}
+        """What vLLM refuses at start-up, by variable."""
+        self.unknown = 0
+        """How many unknown variables were made into findings so far."""
 
-def findings(environ: Mapping[str, str], release: releases.Release) -> Iterator[Finding]:
-    """:func:`lint`'s findings one by one, in variable order (a reader that shows the
-    first few and counts the rest never holds them all: a file may set 200,000)."""
-    history = _history()
-    resolution: dict[str, str] = history["resolution"]
-    refused = {p.field: p for p in environment_problems(release, environ)}
-    unknown = 0
-    for name in sorted(environ):
-        value = environ[name]
-        if name in refused:
-            problem = refused[name]
-            yield Finding(name, value, problem.severity, problem.code, problem.message)
-        elif name in resolution and (name in release.envs or not name.startswith("VLLM_")):
-            effect = resolution[name]
-            if name in release.rules.get("env_flags", {}):
-                state = "on" if env_flag(release, name, environ) else "off"
+    def kinds(self) -> Iterator[tuple[str, str]]:
+        """Each variable that has a finding, in name order, with its kind: ``refused``,
+        ``resolution`` (changes resolution), ``steering``, ``removed`` or ``unknown``."""
+        history = _history()
+        resolution, steering, removed = (history[k] for k in ("resolution", "steering", "removed"))
+        envs = self.release.envs
+        for name in sorted(self.environ):
+            if name in self.refused:
+                yield name, "refused"
+            elif name in resolution and (name in envs or not name.startswith("VLLM_")):
+                yield name, "resolution"
+            elif not name.startswith("VLLM_"):
+                continue
+            elif name in envs:
+                if name in steering:
+                    yield name, "steering"
+            else:
+                yield name, "removed" if name in removed else "unknown"
+
+    def severity(self, name: str, kind: str) -> str:
+        """The severity of the finding of ``kind`` for ``name``, without making it."""
+        return self.refused[name].severity if kind == "refused" else _SEVERITY[kind]
+
+    def finding(self, name: str, kind: str, *, show_values: bool = False) -> Finding:
+        """The finding of ``kind`` for ``name``; its value masked (:func:`masked`) unless
+        ``show_values``, and its message on one line."""
+        found = self._make(name, kind)
+        if not found.message.isprintable():
+            found = found._replace(message=one_line(found.message))
+        return found if show_values else _hide(found)
+
+    def _make(self, name: str, kind: str) -> Finding:
+        """The finding of ``kind`` for ``name``, as the release's facts word it."""
+        value = self.environ[name]
+        history = _history()
+        if kind == "refused":
+            problem = self.refused[name]
+            return Finding(name, value, problem.severity, problem.code, problem.message)
+        if kind == "resolution":
+            effect = history["resolution"][name]
+            if name in self.release.rules.get("env_flags", {}):
+                state = "on" if env_flag(self.release, name, self.environ) else "off"
                 effect = f"reads as {state}; {effect}"
-            yield Finding(name, value, "info", "changes-resolution", f"{name}={value}: {effect}")
-        elif not name.startswith("VLLM_"):
-            continue
-        elif name in release.envs:
-            if name in history["steering"]:
-                steering = history["steering"][name]
-                yield Finding(name, value, "info", "steers-kernels", f"{name}={value}: {steering}")
-        elif name in history["removed"]:
-            yield _removed(name, value, history["removed"][name], environ, release.version)
-        else:
-            unknown += 1
-            yield _unknown(name, value, release, suggest=unknown <= _SUGGESTIONS)
+            return Finding(name, value, "info", "changes-resolution", f"{name}={value}: {effect}")
+        if kind == "steering":
+            steering = history["steering"][name]
+            return Finding(name, value, "info", "steers-kernels", f"{name}={value}: {steering}")
+        if kind == "removed":
+            spec = history["removed"][name]
+            return _removed(name, value, spec, self.environ, self.release.version)
+        self.unknown += 1
+        return _unknown(name, value, self.release, suggest=self.unknown <= _SUGGESTIONS)
+
+
+SECRET_WORDS = (
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "PRIVATE",
+)
+"""A variable whose name holds one of these, in any case, holds a credential
+(``VLLM_API_KEY``, ``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``, ``S3_SECRET_ACCESS_KEY``)."""
+_SECRET = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
+MASK = "***"
+"""What a credential's value is shown as."""
+
+
+def masked(name: str, value: str) -> str:
+    """``value`` as lint-env shows it: :data:`MASK` when ``name`` looks like a
+    credential's (:data:`SECRET_WORDS`) and the value is not empty."""
+    return MASK if value and _SECRET.search(name) else value
+
+
+def _hide(found: Finding) -> Finding:
+    """``found`` with a credential's value masked. Only an unknown variable's finding can
+    be a credential's, and its message never quotes the value (the variables whose
+    messages do, removed, refused or steering ones, are none of them credentials: the
+    tests hold that for every release)."""
+    shown = masked(found.variable, found.value)
+    return found if shown == found.value else found._replace(value=shown)
+
+
+def lint(
+    environ: Mapping[str, str], release: releases.Release, *, show_values: bool = False
+) -> list[Finding]:
+    """Findings for the kernel-relevant variables of ``environ`` under ``release``."""
+    return list(findings(environ, release, show_values=show_values))
+
+
+def findings(
+    environ: Mapping[str, str], release: releases.Release, *, show_values: bool = False
+) -> Iterator[Finding]:
+    """:func:`lint`'s findings one by one, in variable order."""
+    reader = _Reader(environ, release)
+    for name, kind in reader.kinds():
+        yield reader.finding(name, kind, show_values=show_values)
+
+
+class Summary(NamedTuple):
+    """The first findings of an environment, and how many more there are."""
+
+    findings: list[Finding]
+    """The first ones, in variable order."""
+    omitted: dict[str, int]
+    """The rest, counted by severity (never made: a file may set 1,000,000 variables)."""
+
+    @property
+    def total(self) -> int:
+        """How many findings there are in all."""
+        return len(self.findings) + sum(self.omitted.values())
+
+    def omitted_note(self) -> str:
+        """One line: how many findings are not shown, and of which severities."""
+        counts = ", ".join(f"{severity}: {count:,}" for severity, count in self.omitted.items())
+        return (
+            f"{self.total - len(self.findings):,} more findings not shown, after the first "
+            f"{len(self.findings):,} ({counts}); the exit code counts them all"
+        )
+
+
+def summary(
+    environ: Mapping[str, str],
+    release: releases.Release,
+    keep: int,
+    *,
+    show_values: bool = False,
+) -> Summary:
+    """The first ``keep`` findings of ``environ`` and the count of the rest, by severity."""
+    reader = _Reader(environ, release)
+    kinds = reader.kinds()
+    kept = [reader.finding(n, k, show_values=show_values) for n, k in islice(kinds, keep)]
+    omitted: dict[str, int] = {}
+    for name, kind in kinds:
+        severity = reader.severity(name, kind)
+        omitted[severity] = omitted.get(severity, 0) + 1
+    return Summary(kept, omitted)
+
+
+def ignored(environ: Mapping[str, str], release: releases.Release) -> list[Finding]:
+    """The variables of ``environ`` that ``release`` ignores (unknown or removed ones),
+    as lint-env reports them, values masked; for ``resolve``, which reports the
+    variables vLLM refuses itself."""
+    reader = _Reader(environ, release)
+    return [reader.finding(n, k) for n, k in reader.kinds() if k in _IGNORED]

@@ -58,7 +58,8 @@ def write_report(fmt: str, entries: list[Any]) -> None:
 
 
 TABLE_ROWS = 1000
-"""A people-facing table shows at most this many rows; the machine formats show all."""
+"""A people-facing table shows at most this many rows; ``lint-env`` keeps this many
+findings in every format and counts the rest."""
 
 
 def write_text(text: str) -> None:

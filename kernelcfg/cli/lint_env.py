@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -18,10 +17,18 @@ from kernelcfg.cli.common import (
     write_report,
 )
 
+_SEVERITIES = ("info", "warning", "error")
+"""Severities from the mildest."""
+
 
 def _finding_code(finding: Any) -> int:
     """A lint-env finding's exit code: 1 when vLLM would ignore or refuse the variable."""
-    return 1 if finding.severity in ("error", "warning") else 0
+    return _severity_code(finding.severity)
+
+
+def _severity_code(severity: str) -> int:
+    """The exit code of a finding of ``severity``."""
+    return 1 if severity in ("error", "warning") else 0
 
 
 @app.command("lint-env")
@@ -34,14 +41,22 @@ def lint_env(
         str | None,
         typer.Option("--vllm-version", envvar="KERNELCFG_VLLM_VERSION", help="The release."),
     ] = None,
+    show_values: Annotated[
+        bool,
+        typer.Option(
+            "--show-values",
+            help="Show the values of variables that look like credentials (masked as ***).",
+        ),
+    ] = False,
     fmt: ReportFormatOption = ReportFormat.table,
 ) -> None:
     """Check VLLM_* variables against a vLLM release: typos, removed ones and their flags.
 
     Reports variables the release does not know (typos, removed ones), removed
     variables that a flag replaced (VLLM_USE_FLASHINFER_MOE_FP8 -> --moe-backend ...),
-    and what the variables that steer kernel resolution change. Exit 1 when a variable
-    vLLM would ignore is set, 0 otherwise, 2 for unusable input.
+    and what the variables that steer kernel resolution change. Every format keeps the
+    first 1,000 findings and counts the rest. Exit 1 when a variable vLLM would ignore
+    is set, 0 otherwise, 2 for unusable input.
     """
     import os
 
@@ -54,39 +69,53 @@ def lint_env(
         environ = lint_mod.read_env_file(env_file) if env_file else dict(os.environ)
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None
+    found = lint_mod.summary(environ, release, TABLE_ROWS, show_values=show_values)
+    code = max((_severity_code(s) for s in found.omitted), default=0)
+    code = max((_finding_code(f) for f in found.findings), default=code)
     if fmt is ReportFormat.table:
-        raise typer.Exit(_table(lint_mod.findings(environ, release), release.version))
-    findings = lint_mod.lint(environ, release)
-    code = max((_finding_code(f) for f in findings), default=0)
-    if fmt is ReportFormat.json:
-        data = {"vllm_version": release.version, "findings": [f.as_dict() for f in findings]}
-        write_json(data)
+        _table(found, release.version)
+    elif fmt is ReportFormat.json:
+        findings = [f.as_dict() for f in found.findings]
+        omitted = found.total - len(found.findings)
+        write_json({"vllm_version": release.version, "findings": findings, "omitted": omitted})
     else:
-        from kernelcfg.output.reports import Entry
-
-        entries = [Entry(f.variable, _finding_code(f), [f.as_dict()], f.value) for f in findings]
-        write_report(fmt, entries)
+        write_report(fmt, _entries(found))
     raise typer.Exit(code)
 
 
-def _table(findings: Iterator[Any], version: str) -> int:
-    """The first :data:`TABLE_ROWS` findings as a table, and how many there are; the
-    exit code (the rest are counted, never kept)."""
+def _entries(found: Any) -> list[Any]:
+    """One report entry per finding kept, and one that says how many were not."""
+    from kernelcfg.base.bounded import one_line
+    from kernelcfg.output.reports import Entry
+
+    entries = [
+        Entry(one_line(f.variable), _finding_code(f), [f.as_dict()], one_line(f.value))
+        for f in found.findings
+    ]
+    if found.omitted:
+        worst = max(found.omitted, key=_SEVERITIES.index)
+        problem = {
+            "severity": worst,
+            "code": "omitted-findings",
+            "field": None,
+            "message": found.omitted_note(),
+        }
+        entries.append(Entry("lint-env", _severity_code(worst), [problem]))
+    return entries
+
+
+def _table(found: Any, version: str) -> None:
+    """The findings kept as a table, and how many there are in all."""
     from rich.table import Table
 
     from kernelcfg.output.tables import fold, plain
 
     table = fold(Table("variable", "value", "finding", title=f"vLLM {version}"))
-    total = code = 0
-    for f in findings:
-        total += 1
-        code = max(code, _finding_code(f))
-        if total <= TABLE_ROWS:
-            style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
-            table.add_row(
-                plain(f.variable, 300), plain(f.value, 300), plain(f.message, 2000), style=style
-            )
-    if total > TABLE_ROWS:
-        table.caption = f"the first {TABLE_ROWS:,} of {total:,} findings; --format json has all"
-    print_rich(table if total else "no kernel-relevant variables set")
-    return code
+    for f in found.findings:
+        style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
+        table.add_row(
+            plain(f.variable, 300), plain(f.value, 300), plain(f.message, 2000), style=style
+        )
+    if found.omitted:
+        table.caption = f"the first {len(found.findings):,} of {found.total:,} findings"
+    print_rich(table if found.findings else "no kernel-relevant variables set")

@@ -54,8 +54,6 @@ def resolve_attention(
 ) -> AttentionResult | None:
     """The attention config, its hash and selection; ``None`` where the release has no
     attention facts or vLLM refuses the flags."""
-    if any("ATT" in name for name in inputs.env):  # cheap filter: the file is read lazily
-        problems += _retired_variables(release, inputs.env)
     found = attention_config.facts(release.version)
     if found is None:
         return None
@@ -80,17 +78,6 @@ def resolve_attention(
         if model is not None:
             result.selection = _select(model, inputs, target, values, problems)
     return result
-
-
-def _retired_variables(release: Release, env: dict[str, str]) -> list[Problem]:
-    """``VLLM_ATTENTION_BACKEND`` and the other removed attention variables: vLLM ignores
-    them; the warning names the flag that replaced each."""
-    from kernelcfg.checks.lint_env import retired_attention
-
-    return [
-        Problem(f.severity, f.code, f.variable, f.message)  # type: ignore[arg-type]
-        for f in retired_attention(env, release)
-    ]
 
 
 def _check_cache_dtype(found: attention_config.AttentionFacts, kv: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
@@ -400,10 +401,34 @@ def _selections(
             result.selection["moe_backend"] = experts
 
 
+_IGNORED: Answers[tuple[str, tuple[tuple[str, str], ...]], tuple[Problem, ...]] = Answers(
+    256, text=LARGE
+)
+"""The warnings of :func:`_ignored_variables`, per release and environment: a batch
+gives every line the same ``--env``."""
+
+
+def _ignored_variables(release: Release, env: dict[str, str]) -> tuple[Problem, ...]:
+    """A warning for each ``VLLM_*`` variable that ``release`` ignores (unknown or
+    removed), worded as ``lint-env`` words it; nothing to do unless one is set."""
+    known = release.envs
+    if all(name in known or not name.startswith("VLLM_") for name in env):
+        return ()
+
+    def warn() -> tuple[Problem, ...]:
+        from kernelcfg.checks.lint_env import ignored
+
+        found = ignored(env, release)
+        return tuple(Problem("warning", f.code, f.variable, f.message) for f in found)
+
+    return _IGNORED.get((release.version, tuple(sorted(env.items()))), warn)
+
+
 def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     """Resolve ``inputs`` for ``target`` as ``release`` would, problems included."""
     result = Resolution(release, target, problems=list(inputs.notes), inputs=inputs)
     result.problems += rules.environment_problems(release, inputs.env)
+    result.problems += _ignored_variables(release, inputs.env)
     config = _kernel_values(release, inputs, result)
     all2all = _all2all(release, inputs, result)
     if config is not None:

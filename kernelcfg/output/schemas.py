@@ -212,7 +212,7 @@ OUTPUTS: dict[str, dict[str, Any]] = {
         },
     ),
     "lint-env": _envelope(
-        ["vllm_version", "findings"],
+        ["vllm_version", "findings", "omitted"],
         {
             "findings": {
                 "type": "array",
@@ -220,7 +220,11 @@ OUTPUTS: dict[str, dict[str, Any]] = {
                     **_PROBLEM,
                     "required": [*_PROBLEM["required"], "value", "use_instead"],
                 },
-            }
+            },
+            "omitted": {
+                "type": "integer",
+                "minimum": 0,
+            },
         },
     ),
     "scan": _envelope(
