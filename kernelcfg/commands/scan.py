@@ -113,7 +113,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def _check(found: Found, run: _Run) -> Checked:
     """One launch resolved; its unreadable quoting or unfilled words as problems."""
-    argv, left = fill(found.argv, found.unresolved, run.values)
+    # the shell (or Kubernetes) fills in what the file itself sets; the run's values win
+    argv, left = fill(found.argv, found.unresolved, {**found.env, **run.values})
     env = [f"--env={k}={v}" for k, v in found.env.items() if _NAME.fullmatch(k)]
     result = _resolved((*run.context, *env, "--", *argv), run)
     notes: list[Problem] = []

@@ -14,12 +14,20 @@ in ``$VAR`` words of a shell form where they are known.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from kernelcfg.flags.launches.words import Found, exec_words, from_shell, from_words
+from kernelcfg.flags.launches.shell import Word
+from kernelcfg.flags.launches.words import (
+    MARKER_IN_SHELL,
+    Found,
+    exec_words,
+    from_shell,
+    from_words,
+)
 
 __all__ = ["launches"]
 
@@ -118,43 +126,82 @@ def _assign(text: str, into: dict[str, str]) -> None:
         into[name] = value.strip()
 
 
-def _exec_form(instruction: _Instruction) -> list[str] | None:
-    """The words of an exec-form instruction; ``None`` for the shell form."""
-    text = instruction.text.replace("\\\n", "").strip()
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Exec:
+    """An exec-form instruction's words, each where its string is written."""
+
+    words: list[Word]
+    """The words, with their lines and columns in the file."""
+    raw: dict[int, str]
+    """The strings as written (continuations kept), by the line each starts on."""
+
+
+def _exec_form(instruction: _Instruction | None) -> _Exec | None:
+    """The words of an exec-form instruction; ``None`` for the shell form (or none)."""
+    if instruction is None:
+        return None
+    raw = instruction.text
+    text = raw.replace("\\\n", "").strip()
     if not text.startswith("["):
         return None
     try:
         value = json.loads(text)
     except ValueError:
         return None
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    return None
+    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return None
+    tokens = list(_JSON_STRING.finditer(raw))
+    if len(tokens) != len(value):
+        return _Exec(exec_words(value, instruction.line, instruction.column), {})
+    words: list[Word] = []
+    written: dict[int, str] = {}
+    for item, token in zip(value, tokens, strict=True):
+        line = instruction.line + raw.count("\n", 0, token.start())
+        column = token.start() - raw.rfind("\n", 0, token.start())
+        if line == instruction.line:
+            column += instruction.column - 1
+        words += exec_words([item], line, column)
+        written[line] = f"{written.get(line, '')} {token.group()}"
+    return _Exec(words, written)
 
 
 def _launch(stage: _Stage, path: str) -> Iterator[Found]:
     """The launch of a finished stage, if its entry point and command make one."""
     entry, cmd = stage.entrypoint, stage.cmd
-    known = {**stage.args, **stage.env}
     if entry is None and cmd is None:
         return
-    first = entry or cmd
-    assert first is not None
-    entry_words = _exec_form(entry) if entry is not None else None
-    cmd_words = _exec_form(cmd) if cmd is not None else None
-    if entry is not None and entry_words is None:  # shell form: CMD is ignored
+    entry_form, cmd_form = _exec_form(entry), _exec_form(cmd)
+    known = {**stage.args, **stage.env}
+    if entry is not None and entry_form is None:  # shell form: CMD is ignored
         yield from _shell_form(entry, path, stage.env, known)
         return
-    if entry is None and stage.from_server:
-        entry_words, first = ["vllm", "serve"], cmd or first
-    if cmd is not None and cmd_words is None:
-        if entry_words:  # a shell-form CMD is `/bin/sh -c TEXT` after the entry point
-            cmd_words = ["/bin/sh", "-c", cmd.text]
-        else:
+    head = entry_form.words if entry_form else []
+    if entry is None and stage.from_server and cmd is not None:
+        head = exec_words(["vllm", "serve"], cmd.line, cmd.column)
+    if cmd is not None and cmd_form is None:
+        if not head:
             yield from _shell_form(cmd, path, stage.env, known)
             return
-    words = exec_words([*(entry_words or []), *(cmd_words or [])], first.line, first.column)
-    yield from from_words(words, path, stage.env)
+        # a shell-form CMD after an exec-form entry point is `/bin/sh -c TEXT`
+        cmd_form = _Exec(exec_words(["/bin/sh", "-c", cmd.text], cmd.line, cmd.column), {})
+    tail = cmd_form.words if cmd_form else []
+    written = {**(entry_form.raw if entry_form else {}), **(cmd_form.raw if cmd_form else {})}
+    for found in from_words([*head, *tail], path, stage.env):
+        yield _placed(found, written)
+
+
+def _placed(found: Found, written: dict[int, str]) -> Found:
+    """A launch found inside a ``sh -c`` string that spans lines, placed on the line
+    where its command is written (the string's own line is where the string starts)."""
+    raw = written.get(found.line)
+    marker = MARKER_IN_SHELL.search(raw) if raw else None
+    if raw is None or marker is None:
+        return found
+    line = found.line + raw.count("\n", 0, marker.start())
+    return dataclasses.replace(found, line=line)
 
 
 def _shell_form(

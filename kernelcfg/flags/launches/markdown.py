@@ -2,8 +2,9 @@
 holds a whole command.
 
 A block marked ``bash``, ``sh``, ``shell``, ``zsh`` or unmarked is read as shell;
-``console``/``shell-session`` blocks read only the commands after a ``$`` or ``#``
-prompt (and the lines they continue); ``yaml``, ``dockerfile`` and ``python`` blocks go
+``console``/``shell-session`` blocks read only the commands after a ``$`` or ``%``
+prompt (and the lines they continue), or as shell when no line has a prompt; ``yaml``,
+``dockerfile`` and ``python`` blocks go
 to those readers; other languages are skipped. Outside blocks, an inline span
 (`` `vllm serve MODEL --flag` ``) counts only when the whole span is the command; prose
 never does.
@@ -12,6 +13,7 @@ never does.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterator
 
 from kernelcfg.base.errors import KernelcfgError
@@ -19,20 +21,23 @@ from kernelcfg.flags.launches.words import MARKER, Found, from_shell
 
 __all__ = ["launches"]
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+#.-]*)")
+"""A fence, at any indentation (documentation sites nest them in lists and notes)."""
 _SHELL = frozenset({"", "bash", "sh", "shell", "zsh", "ksh", "shellscript", "bash-session"})
 _SESSION = frozenset({"console", "shell-session", "terminal", "sh-session"})
 _OTHER = {"yaml": "yaml", "yml": "yaml", "dockerfile": "dockerfile", "docker": "dockerfile"}
 _INLINE_CANDIDATE = re.compile(r"vllm\s+serve\s+[^\s`]|vllm\.entrypoints\.")
 """A prose line that may hold an inline launch (one with an argument)."""
-_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$#%>]\s+")
+_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$%]\s+")
+"""A session's prompt (``$ ``, ``% ``, after a ``(venv)``); ``#`` lines are comments."""
 _INLINE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _COMMAND = re.compile(
     r"\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
     r"(?:vllm\s+serve\s+\S|python3?\s+-m\s+vllm\.entrypoints\.\S+\s+\S)"
 )
 """An inline span that is a whole command: a launch with at least one argument
-(`` `vllm serve` `` alone names the command in prose)."""
+(`` `vllm serve` `` alone names the command in prose, and `` `vllm serve ...` `` is a
+placeholder)."""
 
 
 def launches(text: str, path: str) -> Iterator[Found]:
@@ -62,7 +67,8 @@ def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Fou
     if language in _SHELL:
         yield from from_shell(body, path, first_line)
     elif language in _SESSION:
-        yield from from_shell(_commands_only(body), path, first_line)
+        prompted = any(_PROMPT.match(line) for line in body.split("\n"))
+        yield from from_shell(_commands_only(body) if prompted else body, path, first_line)
     elif language in _OTHER or language == "python":
         from kernelcfg.flags.launches import dockerfile, python_files, yaml_files
 
@@ -70,7 +76,7 @@ def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Fou
             _OTHER.get(language, ""), python_files
         )
         try:
-            for found in reader.launches(body, path):
+            for found in reader.launches(textwrap.dedent(body), path):
                 yield _moved(found, first_line - 1)
         except KernelcfgError:  # an example that is not whole YAML: not a launch
             return
@@ -111,7 +117,7 @@ def _inline(line: str, number: int, path: str) -> Iterator[Found]:
     """The launches of a prose line's inline code spans that are whole commands."""
     for span in _INLINE.finditer(line):
         code = span.group(2)
-        if _COMMAND.match(code):
+        if _COMMAND.match(code) and "..." not in code and "…" not in code:
             for found in from_shell(code.strip(), path, number):
                 yield Found(
                     path,

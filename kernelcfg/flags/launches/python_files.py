@@ -26,7 +26,8 @@ def launches(text: str, path: str) -> Iterator[Found]:
             values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
             texts = [v for v in values if isinstance(v, str)]
             if len(texts) == len(node.elts) and "vllm" in " ".join(texts):
-                words = exec_words(texts, node.lineno, node.col_offset + 1)
+                first = node.elts[0] if node.elts else node
+                words = exec_words(texts, first.lineno, first.col_offset + 1)
                 yield from from_words(words, path)
         elif (
             isinstance(node, ast.Constant)

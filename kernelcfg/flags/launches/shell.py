@@ -205,6 +205,11 @@ def _word(reader: _Reader) -> Word:
             unresolved |= _double_quoted(reader, parts)
         elif char == "\\":
             _escaped(reader, parts)
+        elif text.startswith("$'", reader.at):
+            _ansi_c_quoted(reader, parts)
+        elif text.startswith('$"', reader.at):
+            reader.at += 1
+            unresolved |= _double_quoted(reader, parts)
         elif char in "$`":
             unresolved = True
             _expansion(reader, parts)
@@ -261,6 +266,27 @@ def _double_quoted(reader: _Reader, parts: list[str]) -> bool:
     reader.unbalanced |= reader.at >= len(text)
     reader.at += 1
     return unresolved
+
+
+_ANSI_C = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b"}
+
+
+def _ansi_c_quoted(reader: _Reader, parts: list[str]) -> None:
+    """``$'...'``: bash's quoting with backslash escapes (``\\n`` is a line break)."""
+    text = reader.text
+    at = reader.at + 2
+    out: list[str] = []
+    while at < len(text) and text[at] != "'":
+        if text[at] == "\\" and at + 1 < len(text):
+            out.append(_ANSI_C.get(text[at + 1], "\\" + text[at + 1]))
+            at += 2
+        else:
+            out.append(text[at])
+            at += 1
+    reader.unbalanced |= at >= len(text)
+    _count_lines(reader, reader.at, at)
+    parts.append("".join(out))
+    reader.at = at + 1
 
 
 def _expansion(reader: _Reader, parts: list[str]) -> None:

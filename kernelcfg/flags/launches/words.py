@@ -3,21 +3,25 @@ hands back, and the rule that tells a launch from any other command."""
 
 from __future__ import annotations
 
+import bisect
 import re
+import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kernelcfg.base.bounded import MAX_WORDS
 from kernelcfg.flags.launches.shell import Command, Word, commands
 
-__all__ = ["MARKER", "Found", "exec_words", "from_shell", "from_words"]
+__all__ = ["MARKER", "MARKER_IN_SHELL", "Found", "exec_words", "from_shell", "from_words"]
 
 MARKER = re.compile(r"vllm")
 """Text that may hold a launch (a file without it is not read further)."""
-_SHELL_MARKER = re.compile(
+MARKER_IN_SHELL = re.compile(
     r"\bvllm[ \t]+serve\b|\bvllm\.entrypoints\.openai\.api_server\b|\bvllm/vllm-openai\b"
 )
 """Where a launch may start in shell text."""
+_STARTERS = frozenset({"dumb-init", "tini", "catatonit"})
+"""Init programs that start the words after their options (and a ``--``)."""
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.ASCII)
 _WRAPPERS = frozenset({"exec", "nohup", "time", "command", "sudo", "nice", "stdbuf"})
 """Commands that run the words after them (their own options are not followed)."""
@@ -67,10 +71,15 @@ def from_shell(
     around a launch's words are read, so a file's size costs little beyond a search."""
     end = 0
     counted_to, line = 0, first_line
-    for match in _SHELL_MARKER.finditer(text):
+    data = _data_spans(text) if "'" in text or '"' in text or "<<" in text else _Spans([], [])
+    for here in data.heredocs:
+        yield from _heredoc(text, here, path, first_line, env)
+    for match in MARKER_IN_SHELL.finditer(text):
         if match.start() < end:
             continue
         start = _logical_start(text, match.start())
+        if data.holds(start, match.start()):
+            continue
         line += text.count("\n", counted_to, start)
         counted_to = start
         for command in commands(text, line, start):
@@ -81,6 +90,89 @@ def from_shell(
             break
         else:
             end = len(text)
+
+
+@dataclass(frozen=True)
+class _Spans:
+    """Parts of shell text that are data, not commands: quoted strings (by start and
+    end) and heredoc bodies."""
+
+    starts: list[int]
+    """Where each quoted string or heredoc body starts, in order."""
+    ends: list[int]
+    """Where each ends."""
+    heredocs: list[tuple[int, int]] = field(default_factory=list)
+    """Each heredoc body's start and end."""
+
+    def holds(self, line_start: int, at: int) -> bool:
+        """Whether ``at`` lies in data that began before ``line_start`` (a string
+        assigned across lines, ``CMD="vllm serve ..."``, or a heredoc's text)."""
+        place = bisect.bisect_right(self.starts, at) - 1
+        return place >= 0 and self.starts[place] < line_start and at < self.ends[place]
+
+
+_DATA = re.compile(
+    r"""'[^']*'?|"(?:[^"\\]|\\.)*"?|(?:(?<=\s)|^)\#[^\n]*|<<-?[ \t]*(['"]?)([A-Za-z_]\w*)\1|\\.""",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def _data_spans(text: str) -> _Spans:
+    """The quoted strings and heredoc bodies of shell text, in one pass (each string
+    costs one step; plain text between them none)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    heredocs: list[tuple[int, int]] = []
+    at = 0
+    while (match := _DATA.search(text, at)) is not None:
+        at = max(match.end(), match.start() + 1)
+        token = match.group()
+        if token[0] in "'\"":
+            starts.append(match.start())
+            ends.append(match.end())
+        elif token.startswith("<<"):
+            body = text.find("\n", match.end()) + 1
+            if body == 0:
+                continue
+            close = re.compile(rf"^[ \t]*{re.escape(match.group(2))}[ \t]*$", re.MULTILINE)
+            found = close.search(text, body)
+            stop = found.start() if found else len(text)
+            starts.append(body)
+            ends.append(stop)
+            heredocs.append((body, stop))
+            at = found.end() if found else len(text)
+    return _Spans(starts, ends, heredocs)
+
+
+def _heredoc(
+    text: str, span: tuple[int, int], path: str, first_line: int, env: Mapping[str, str] | None
+) -> Iterator[Found]:
+    """A heredoc body's launches: a manifest piped to ``kubectl apply`` read as YAML,
+    a script written to a file read as shell."""
+    body = text[span[0] : span[1]]
+    if not MARKER_IN_SHELL.search(body) and "vllm" not in body:
+        return
+    line = first_line + text.count("\n", 0, span[0])
+    from kernelcfg.base.errors import KernelcfgError
+    from kernelcfg.flags.launches import yaml_files
+
+    try:  # a manifest indented as a whole (inside a docs block) is dedented first
+        found = list(yaml_files.launches(textwrap.dedent(body), path))
+    except KernelcfgError:
+        found = []
+    if found:
+        for launch in found:
+            yield Found(
+                launch.path,
+                launch.line + line - 1,
+                launch.column,
+                launch.argv,
+                launch.env,
+                launch.unresolved,
+                launch.problem,
+            )
+        return
+    yield from from_shell(body, path, line, env)
 
 
 def _problem(command: Command) -> str | None:
@@ -119,7 +211,7 @@ def from_words(
     program = rest[0].text.rsplit("/", 1)[-1]
     argv = _launch_argv(program, rest)
     if argv is not None:
-        unresolved = [w.text for w in rest if w.unresolved]
+        unresolved = list(dict.fromkeys(w.text for w in rest if w.unresolved))
         yield Found(path, rest[0].line, rest[0].column, argv, given, unresolved, problem)
         return
     if program in _SHELLS:
@@ -139,6 +231,9 @@ def _past_prefixes(words: Sequence[Word], env: dict[str, str]) -> int:
             env[text[: assigned.end() - 1]] = text[assigned.end() :]
         elif text in _WRAPPERS:
             pass
+        elif text.rsplit("/", 1)[-1] in _STARTERS:
+            while at + 1 < len(words) and words[at + 1].text.startswith("-"):
+                at += 1
         elif text == "env":
             while at + 1 < len(words) and words[at + 1].text.startswith("-"):
                 at += 2 if words[at + 1].text in ("-u", "--unset") else 1

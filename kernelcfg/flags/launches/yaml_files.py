@@ -8,7 +8,8 @@ would; a container of vLLM's image (``image: vllm/vllm-openai``) without a comma
 own starts the server with its ``args``. Its ``env`` (Kubernetes) or ``environment``
 (compose) is the launch's environment. Any other string holding a launch (a workflow's
 ``run:``, a ConfigMap's script) is read as shell. Lines come from the loader's marks,
-counted at ``\\n`` only.
+counted at ``\\n`` only. A template that is not YAML until rendered (Helm's ``{{ }}``)
+is read as shell text.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernelcfg.base import bounded
+from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.flags.launches.shell import Word, commands
 from kernelcfg.flags.launches.words import Found, exec_words, from_shell, from_words
 
@@ -51,7 +53,14 @@ def launches(text: str, path: str) -> Iterator[Found]:
     import yaml
 
     places = _Places(text)
-    for document in bounded.yaml_documents(text, f"file {bounded.shown(path)}"):
+    try:
+        documents = bounded.yaml_documents(text, f"file {bounded.shown(path)}")
+    except KernelcfgError:
+        if "{{" not in text:
+            raise
+        yield from from_shell(text, path)  # a Helm template: YAML only once rendered
+        return
+    for document in documents:
         stack: list[Any] = [document]
         while stack:
             node = stack.pop()
