@@ -21,6 +21,8 @@ import yaml
 
 from kernelcfg.cli import hook
 
+from .cli_helpers import scan_takes_files_after_separator
+
 ROOT = Path(__file__).resolve().parent.parent
 
 STAND_IN = f"""#!{sys.executable}
@@ -127,3 +129,24 @@ def test_the_hook_refuses_args_without_the_separator(
     err = capsys.readouterr().err
     assert err.startswith("error: the kernelcfg-scan hook's args must end with '--'")
     assert err.count("\n") == 1
+
+
+@pytest.mark.skipif(
+    not scan_takes_files_after_separator(), reason="needs `kernelcfg scan -- FILE...`"
+)
+def test_the_hook_scans_a_file_named_like_an_option(tmp_path: Path) -> None:
+    (tmp_path / "--env").write_text("vllm serve m --no-such-flag\n", encoding="utf-8")
+    (tmp_path / "serve.sh").write_text(SERVE, encoding="utf-8")
+    entry = [sys.executable, "-c", "from kernelcfg.cli.hook import main; main()"]
+    done = subprocess.run(
+        [*entry, "--device", "h100", "--", "--env", "serve.sh"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--env" in done.stdout
+    assert "serve.sh" in done.stdout
