@@ -413,7 +413,14 @@ def _run_batch(
             "per input line), table (a summary) or github, junit, sarif",
             2,
         )
-    run = _Batch(fmt, fail_on, quiet=quiet, matrix=bool(cells), out=_Out(1 if path == "-" else 256))
+    run = _Batch(
+        fmt,
+        fail_on,
+        quiet=quiet,
+        matrix=bool(cells),
+        out=_Out(1 if path == "-" else 256),
+        source=None if path == "-" else path,
+    )
     stream = _open_batch(path)
     previous = signal.signal(signal.SIGINT, run.out.on_sigint)
     try:
@@ -464,7 +471,14 @@ class _Batch:
     """The state of one ``--batch`` run: the worst exit code, counts, what to report."""
 
     def __init__(
-        self, fmt: Format | None, fail_on: FailOn, *, quiet: bool, matrix: bool, out: _Out
+        self,
+        fmt: Format | None,
+        fail_on: FailOn,
+        *,
+        quiet: bool,
+        matrix: bool,
+        out: _Out,
+        source: str | None = None,
     ) -> None:
         self.fmt = fmt
         self.fail_on = fail_on
@@ -477,6 +491,8 @@ class _Batch:
         self.counts: dict[int, int] = {}
         self.worst = 0
         self.noted = quiet
+        self.source = source
+        """The batch file, where the reports place each line (none for standard input)."""
 
     @property
     def collects(self) -> bool:
@@ -515,12 +531,23 @@ class _Batch:
             self.out.add(chunk.data, chunk.lines)
 
     def _collect(self, line: Any, result: Any, code: int) -> None:
+        """A report's entry for ``line`` (placed on its line of the batch file, named with
+        its matrix cell), or a summary table's row."""
         from kernelcfg.output import render, tables
         from kernelcfg.output.reports import Entry
 
         if self.fmt in REPORT_FORMATS:
             problems = render.as_data(result, strict=self.strict)["problems"]
-            self.report_entries.append(Entry(str(line.id), code, problems))
+            self.report_entries.append(
+                Entry(
+                    str(line.id),
+                    code,
+                    problems,
+                    file=self.source,
+                    line=line.number,
+                    cell=dict(line.cell),
+                )
+            )
         elif len(self.rows) < tables.SUMMARY_ROWS:
             self.rows.append(tables.summary_row(result, line.id, code, strict=self.strict))
 
