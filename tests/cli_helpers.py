@@ -30,9 +30,3 @@ def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Run(result.exit_code, result.stdout, result.stderr)
-
-
-def scan_takes_files_after_separator() -> bool:
-    """Whether ``kernelcfg scan`` has its ``[--files-from FILE] [FILE...] [-- FILE...]``
-    interface yet (the tests of the Action and the hook with the real scan wait for it)."""
-    return "--files-from" in run("scan", "--help", env={"COLUMNS": "200"}).stdout

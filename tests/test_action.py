@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 import yaml
 
-from .cli_helpers import scan_takes_files_after_separator
-
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "action.sh"
 
@@ -135,9 +133,6 @@ def test_action_yml_runs_the_script_with_these_inputs() -> None:
     }
 
 
-@pytest.mark.skipif(
-    not scan_takes_files_after_separator(), reason="needs `kernelcfg scan -- FILE...`"
-)
 def test_the_action_with_kernelcfg_scans_a_file_named_like_an_option(
     tmp_path: Path, workspace: Path
 ) -> None:

@@ -21,8 +21,6 @@ import yaml
 
 from kernelcfg.cli import hook
 
-from .cli_helpers import scan_takes_files_after_separator
-
 ROOT = Path(__file__).resolve().parent.parent
 
 STAND_IN = f"""#!{sys.executable}
@@ -131,9 +129,6 @@ def test_the_hook_refuses_args_without_the_separator(
     assert err.count("\n") == 1
 
 
-@pytest.mark.skipif(
-    not scan_takes_files_after_separator(), reason="needs `kernelcfg scan -- FILE...`"
-)
 def test_the_hook_scans_a_file_named_like_an_option(tmp_path: Path) -> None:
     (tmp_path / "--env").write_text("vllm serve m --no-such-flag\n", encoding="utf-8")
     (tmp_path / "serve.sh").write_text(SERVE, encoding="utf-8")

@@ -200,12 +200,22 @@ def _entry(checked: Any, fail_on: FailOn) -> tuple[Any, dict[str, Any]]:
     from kernelcfg.output.reports import Entry
 
     code = exit_code(checked.result, fail_on)
+    if checked.found is None and checked.result.problem.severity == "warning":
+        code = 1 if fail_on is FailOn.warning else 0  # a file summarised, not refused
     problems = render.as_data(checked.result, strict=fail_on is FailOn.warning)["problems"]
     found = checked.found
     line = found.line if found else None
     name = f"{checked.path}:{line}" if line else checked.path
     argv = [_cut(word) for word in found.argv] if found else None
-    entry = Entry(name, code, problems, _cut(" ".join(argv or []), 4000), checked.path, line)
+    entry = Entry(
+        name,
+        code,
+        problems,
+        _cut(" ".join(argv or []), 4000),
+        checked.path,
+        line,
+        found.column if found else None,
+    )
     row: dict[str, Any] = {
         "where": name,
         "file": checked.path,
