@@ -38,7 +38,9 @@ HOSTILE = (
 )
 """Fragments that an attacker (or a careless config) puts in a value."""
 
-_ANNOTATION = re.compile(r"::(error|warning|notice) (file=[^,:]*,)?(line=\d+,)?title=[^:]*::")
+_ANNOTATION = re.compile(
+    r"::(error|warning|notice) (file=[^,:]*,)?(line=\d+,)?(col=\d+,)?title=[^:]*::"
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 

@@ -22,7 +22,8 @@ app = typer.Typer(
         "kernelcfg reads vLLM's kernel flags (--moe-backend, --linear-backend, "
         "--kernel-config, -O, -cc, ...) exactly as a chosen vLLM release reads them, "
         "resolves them for a chosen GPU, and prints the resolved configuration with its "
-        "compile-cache hash -- the digest vLLM itself computes."
+        "kernel-config hash -- the digest vLLM itself computes, one factor of its "
+        "compile-cache key."
     ),
     no_args_is_help=True,
     add_completion=True,

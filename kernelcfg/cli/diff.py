@@ -45,13 +45,14 @@ def diff(
     ] = None,
     fmt: ListFormatOption = ListFormat.table,
 ) -> None:
-    """Why two kernel configurations have different compile-cache hashes.
+    """Why two kernel configurations have different kernel-config hashes.
 
     Names each hash factor that differs (field, A value, B value), the IR-op lists and
     provider files behind a differing IR sub-hash, the attention-config fields that
-    differ (the attention config has its own hash, also part of the compile-cache key),
-    and, apart, the fields that differ but are not hashed -- they cannot explain a cache
-    miss.
+    differ (the attention config has its own hash), and, apart, the fields that differ
+    but are not hashed. Both hashes are factors of vLLM's compile-cache key, which also
+    holds the environment, the rest of the engine config (-tp, -O, ...), the traced code
+    and the compiler: equal hashes here do not mean one compile cache.
     """
 
     from rich.console import Group

@@ -21,7 +21,7 @@ def explain(
     """What a kernel-config field or value means, in which releases, and what it needs.
 
     Like `kubectl explain`: the field's meaning, its choices release by release, whether
-    it is part of the compile-cache hash, and for a value its requirements (platform,
+    it is part of the kernel-config hash, and for a value its requirements (platform,
     GPU, quantisation, expert parallelism, environment), what vLLM does when they are
     not met, where in vLLM the rule lives, and an example.
     """
@@ -42,7 +42,7 @@ def explain(
     lines.append(f"  default: {json.dumps(data['default'])}")
     hashed = sorted({str(v) for v in data["hashed"].values()})
     lines.append(
-        "  part of the compile-cache hash: "
+        "  part of the kernel-config hash: "
         + (
             hashed[0]
             if len(hashed) == 1

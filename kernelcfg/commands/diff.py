@@ -34,7 +34,7 @@ class Side:
     kernel_config: dict[str, Any]
     """Every resolved field."""
     hash: str
-    """The compile-cache hash."""
+    """The kernel-config hash."""
     hash_factors: dict[str, Any]
     """What was hashed."""
     attention_config: dict[str, Any] | None = None
@@ -215,11 +215,16 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
     attention = _attention_differences(a, b)
     same_attention = a.attention_hash == b.attention_hash
     if same:
-        why = "same compile-cache hash" if same_attention else "same kernel hash"
+        why = (
+            "same kernel-config and attention hashes (the rest of the compile-cache key "
+            "is not compared)"
+            if same_attention
+            else "same kernel-config hash"
+        )
     elif hashed:
-        why = "the hash differs because of: " + _names(hashed)
+        why = "the kernel-config hash differs because of: " + _names(hashed)
     else:
-        why = "the hash differs"
+        why = "the kernel-config hash differs"
     if not same_attention:
         why += "; the attention hash differs" + (
             " because of: " + _names(attention) if attention else ""

@@ -51,7 +51,8 @@ class Resolution:
     ir_dispatch: dict[str, list[str]] = field(default_factory=dict)
     """Per IR op, the providers dispatch would try on the target, in order."""
     hash: str | None = None
-    """The compile-cache hash of the kernel config, when vLLM could compute it."""
+    """The kernel-config hash (one factor of the compile-cache key), when vLLM could
+    compute it."""
     hash_factors: dict[str, Any] | None = None
     """Exactly what was hashed (one object for equal configurations: read, never change)."""
     problems: list[Problem] = field(default_factory=list)

@@ -112,7 +112,7 @@ class KernelConfigBase:
         return hashing.kernel_factors(self.release, self.values())
 
     def compute_hash(self) -> str:
-        """The compile-cache hash vLLM computes for this kernel config: its
+        """The kernel-config hash vLLM computes for this kernel config: its
         ``compute_hash()`` up to 0.33.0, ``hash_config(config)`` from 0.34.0."""
         return hashing.kernel_hash(self.release, self.values())[1]
 

@@ -1,4 +1,5 @@
-"""vLLM's compile-cache hash, reproduced: canonical values, factors, digest.
+"""vLLM's kernel-config hash (a factor of the compile-cache key), reproduced: canonical
+values, factors, digest.
 
 Every function here is pure; the IR-op factor of one set of lists is cached (few
 distinct lists occur), nothing else is kept. How a release hashes is data: its file

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import PurePath
 
 from kernelcfg.base import bounded
-from kernelcfg.flags.launches.words import MARKER, Found, from_shell
+from kernelcfg.flags.launches.words import MARKER, Found
 
 __all__ = ["MARKER", "Found", "kind_of", "launches_in", "launches_in_text"]
 
@@ -62,4 +62,6 @@ def launches_in_text(text: str, path: str, kind: str) -> Iterator[Found]:
 
         yield from launches(text, path)
     else:
-        yield from from_shell(text, path)
+        from kernelcfg.flags.launches import scripts
+
+        yield from scripts.launches(text, path)

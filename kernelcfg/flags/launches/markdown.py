@@ -64,11 +64,13 @@ def launches(text: str, path: str) -> Iterator[Found]:
 
 def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Found]:
     """A fenced block's launches, read as its language."""
+    from kernelcfg.flags.launches import scripts
+
     if language in _SHELL:
-        yield from from_shell(body, path, first_line)
+        yield from scripts.launches(body, path, first_line)
     elif language in _SESSION:
         prompted = any(_PROMPT.match(line) for line in body.split("\n"))
-        yield from from_shell(_commands_only(body) if prompted else body, path, first_line)
+        yield from scripts.launches(_commands_only(body) if prompted else body, path, first_line)
     elif language in _OTHER or language == "python":
         from kernelcfg.flags.launches import dockerfile, python_files, yaml_files
 

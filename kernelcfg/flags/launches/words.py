@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import bisect
 import re
-import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kernelcfg.base.bounded import MAX_WORDS
 from kernelcfg.flags.launches.shell import Command, Word, commands
 
-__all__ = ["MARKER", "MARKER_IN_SHELL", "Found", "exec_words", "from_shell", "from_words"]
+__all__ = [
+    "MARKER",
+    "MARKER_IN_SHELL",
+    "Found",
+    "Spans",
+    "data_spans",
+    "exec_words",
+    "from_shell",
+    "from_words",
+]
 
 MARKER = re.compile(r"vllm")
 """Text that may hold a launch (a file without it is not read further)."""
@@ -71,9 +79,7 @@ def from_shell(
     around a launch's words are read, so a file's size costs little beyond a search."""
     end = 0
     counted_to, line = 0, first_line
-    data = _data_spans(text) if "'" in text or '"' in text or "<<" in text else _Spans([], [])
-    for here in data.heredocs:
-        yield from _heredoc(text, here, path, first_line, env)
+    data = data_spans(text)
     for match in MARKER_IN_SHELL.finditer(text):
         if match.start() < end:
             continue
@@ -93,7 +99,7 @@ def from_shell(
 
 
 @dataclass(frozen=True)
-class _Spans:
+class Spans:
     """Parts of shell text that are data, not commands: quoted strings (by start and
     end) and heredoc bodies."""
 
@@ -117,9 +123,11 @@ _DATA = re.compile(
 )
 
 
-def _data_spans(text: str) -> _Spans:
+def data_spans(text: str) -> Spans:
     """The quoted strings and heredoc bodies of shell text, in one pass (each string
     costs one step; plain text between them none)."""
+    if "'" not in text and '"' not in text and "<<" not in text:
+        return Spans([], [])
     starts: list[int] = []
     ends: list[int] = []
     heredocs: list[tuple[int, int]] = []
@@ -141,38 +149,7 @@ def _data_spans(text: str) -> _Spans:
             ends.append(stop)
             heredocs.append((body, stop))
             at = found.end() if found else len(text)
-    return _Spans(starts, ends, heredocs)
-
-
-def _heredoc(
-    text: str, span: tuple[int, int], path: str, first_line: int, env: Mapping[str, str] | None
-) -> Iterator[Found]:
-    """A heredoc body's launches: a manifest piped to ``kubectl apply`` read as YAML,
-    a script written to a file read as shell."""
-    body = text[span[0] : span[1]]
-    if not MARKER_IN_SHELL.search(body) and "vllm" not in body:
-        return
-    line = first_line + text.count("\n", 0, span[0])
-    from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.flags.launches import yaml_files
-
-    try:  # a manifest indented as a whole (inside a docs block) is dedented first
-        found = list(yaml_files.launches(textwrap.dedent(body), path))
-    except KernelcfgError:
-        found = []
-    if found:
-        for launch in found:
-            yield Found(
-                launch.path,
-                launch.line + line - 1,
-                launch.column,
-                launch.argv,
-                launch.env,
-                launch.unresolved,
-                launch.problem,
-            )
-        return
-    yield from from_shell(body, path, line, env)
+    return Spans(starts, ends, heredocs)
 
 
 def _problem(command: Command) -> str | None:
