@@ -392,6 +392,13 @@ def test_huge_architecture_lists_and_names_are_bounded(tmp_path: Path) -> None:
         assert b'"architectures[0]" is a name of 2,000,000 characters' in done.stderr
 
 
+def test_a_dist_info_folder_in_the_current_folder_is_no_install(tmp_path: Path) -> None:
+    (tmp_path / "vllm-0.29.0.dist-info").mkdir()
+    done = kc("resolve", "--format", "json", "--explain-sources", cwd=tmp_path)
+    data = one_json(done.stdout)
+    assert (data["vllm_version"], data["vllm_version_source"]) != ("0.29.0", "installed")
+
+
 @pytest.mark.parametrize(
     "args",
     [
