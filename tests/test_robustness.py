@@ -298,6 +298,110 @@ def test_unreadable_hf_config_path_is_a_warning(tmp_path: Path, path: str) -> No
     assert "model-config-unreadable" in codes
 
 
+WRONG_TYPES = {
+    "model_type": {"model_type": {}},
+    "architectures": {"architectures": 1.5},
+    "architectures[1]": {"architectures": [1, None]},
+    "quantization_config.bits": {"quantization_config": {"quant_method": "awq", "bits": None}},
+    "quantization_config.group_size": {
+        "quantization_config": {"quant_method": "gptq", "group_size": "four"}
+    },
+    "quantization_config": {"quantization_config": []},
+    "num_experts": {"architectures": ["Qwen3MoeForCausalLM"], "num_experts": "8"},
+    "hidden_size": {"num_local_experts": 8, "hidden_size": [1], "moe_intermediate_size": 8},
+}
+"""Facts of the wrong type that were a TypeError (exit 70, or "unusable input" in a
+batch), by the key the warning names."""
+
+
+def test_model_facts_of_the_wrong_type_are_one_warning_each(tmp_path: Path) -> None:
+    lines = []
+    for number, config in enumerate(WRONG_TYPES.values()):
+        (tmp_path / str(number)).mkdir()
+        (tmp_path / str(number) / "config.json").write_text(json.dumps(config))
+        lines.append(json.dumps(["--", "vllm", "serve", str(tmp_path / str(number)), "-tp", "2"]))
+    done = kc("resolve", "--batch", "-", stdin="\n".join(lines).encode())
+    for key, line in zip(WRONG_TYPES, json_lines(done.stdout), strict=True):
+        said = [p["message"] for p in line["problems"] if p["code"] == "model-config-value"]
+        assert line["exit_code"] == 0, line["problems"]
+        assert len(said) == 1, said
+        assert f'config.json\': "{key.split("[")[0]}" is ' in said[0]
+    done = kc("resolve", "--device", "mi300x", "--", "vllm", "serve", str(tmp_path / "0"))
+    assert done.returncode == 0
+    assert b'config.json\': "model_type" is {}, not a string; kernelcfg ignores it' in done.stderr
+
+
+def test_a_home_that_cannot_be_expanded_is_no_cache() -> None:
+    serve = ["--", "vllm", "serve", "org/m"]
+    done = kc("resolve", "--format", "json", *serve, env={"HF_HUB_CACHE": "~nosuchuser/hub"})
+    notes = [p["message"] for p in one_json(done.stdout)["problems"]]
+    assert "HF_HUB_CACHE '~nosuchuser/hub' starts with '~nosuchuser' (no such user)" in notes[0]
+    line = json.dumps(["--env", "HF_HOME=~nosuchuser", *serve]).encode()
+    (result,) = json_lines(kc("resolve", "--batch", "-", stdin=line).stdout)
+    assert result["exit_code"] == 0
+    assert "HF_HOME '~nosuchuser' starts with" in result["problems"][0]["message"]
+
+
+def test_broken_cache_entries_say_what_is_broken(tmp_path: Path) -> None:
+    broken = {
+        "dev-zero": "snapshots/r/config.json leads to '/dev/zero', outside the model's folder",
+        "folder": "snapshots/r/config.json: it is a directory",
+        "nul": "refs/main holds 'r\\x00', not a revision",
+        "megabytes": "refs/main is 2,000,000 bytes long, not a revision",
+        "dots": "refs/main holds '..', not a revision",
+        "snapshots-file": "snapshots: Not a directory",
+    }
+    lines = []
+    for how in ["good", *broken]:
+        folder = tmp_path / how / "models--org--m"
+        (folder / "blobs").mkdir(parents=True)
+        (folder / "blobs" / "b").write_text('{"architectures": ["LlamaForCausalLM"]}')
+        (folder / "config.json").write_text('{"architectures": ["Outside"]}')
+        if how != "snapshots-file":
+            (folder / "snapshots" / "r").mkdir(parents=True)
+            (folder / "refs").mkdir()
+            (folder / "refs" / "main").write_bytes(
+                {"nul": b"r\0", "megabytes": b"r" * 2_000_000, "dots": b".."}.get(how, b"r")
+            )
+        config = folder / "snapshots" / "r" / "config.json"
+        if how == "dev-zero":
+            config.symlink_to("/dev/zero")
+        elif how == "folder":
+            config.mkdir()
+        elif how == "snapshots-file":
+            (folder / "snapshots").write_text("")
+        else:
+            config.symlink_to("../../blobs/b")
+        env = {"HF_HUB_CACHE": str(tmp_path / how)}
+        lines.append(json.dumps({"argv": ["--", "vllm", "serve", "org/m"], "env": env}))
+    done = kc("resolve", "--batch", "-", "--format", "json", stdin="\n".join(lines).encode())
+    good, *bad = json_lines(done.stdout)
+    assert good["model"]["architectures"] == ["LlamaForCausalLM"]
+    for (how, said), line in zip(broken.items(), bad, strict=True):
+        assert line["model"]["architectures"] is None, how
+        (warning,) = [p["message"] for p in line["problems"] if p["code"] == "model-cache-broken"]
+        assert f"but broken: {said};" in warning, (how, warning)
+
+
+def test_huge_architecture_lists_and_names_are_bounded(tmp_path: Path) -> None:
+    names = [f"Arch{i}" for i in range(300_000)]
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["X" * 2_000_000, *names]}))
+    for fmt in ("table", "json"):
+        started = time.perf_counter()
+        done = kc("resolve", "--format", fmt, "--", "vllm", "serve", str(tmp_path))
+        assert time.perf_counter() - started < 5
+        assert len(done.stdout) < 20_000
+        assert b'"architectures" holds 300,001 names; kernelcfg keeps the first 16' in done.stderr
+        assert b'"architectures[0]" is a name of 2,000,000 characters' in done.stderr
+
+
+def test_a_dist_info_folder_in_the_current_folder_is_no_install(tmp_path: Path) -> None:
+    (tmp_path / "vllm-0.29.0.dist-info").mkdir()
+    done = kc("resolve", "--format", "json", "--explain-sources", cwd=tmp_path)
+    data = one_json(done.stdout)
+    assert (data["vllm_version"], data["vllm_version_source"]) != ("0.29.0", "installed")
+
+
 @pytest.mark.parametrize(
     "args",
     [

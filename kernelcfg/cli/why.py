@@ -12,6 +12,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ListFormat,
     ListFormatOption,
+    print_problems,
     refuse,
     write_json,
     write_text,
@@ -74,6 +75,7 @@ def why(
     differently. Exit 1 when vLLM finds nothing (it would raise while loading the model).
     """
     from kernelcfg.commands import pipeline
+    from kernelcfg.flags import model_config
 
     key = FIELDS.get(field.strip().lstrip("-").replace("-", "_"))
     if key is None:
@@ -81,6 +83,9 @@ def why(
     result = pipeline.resolve_args(list(flags or []))
     if isinstance(result, pipeline.Failure):
         raise refuse(result.problem.message, result.problem.exit_code)
+    print_problems(  # what was wrong with the model's files, as resolve says it
+        [p.as_dict() for p in result.problems if p.code in model_config.CODES], quiet=False
+    )
     picked = result.selection.get(key)
     if picked is None:
         raise refuse(f"why {key}: nothing to walk; give {_NEEDS[key]}", 2)

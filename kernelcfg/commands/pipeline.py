@@ -169,8 +169,10 @@ def _target(
     )
 
 
-INPUT_ERRORS = (OSError, UnicodeError, RecursionError, ValueError, OverflowError)
-"""What unusable input raises where it is read: each becomes exit 2, never a traceback."""
+INPUT_ERRORS = (OSError, UnicodeError, RecursionError, OverflowError)
+"""What unusable input raises where it is read (a file, a batch line): each becomes
+exit 2, never a traceback. Not ``ValueError``: the readers turn theirs into one
+:class:`ArgumentError` line, so one from kernelcfg's own code is a bug (exit 70)."""
 
 
 def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolution | Failure:
@@ -442,8 +444,6 @@ def resolve_words(words: Sequence[str], request: Request) -> Resolution | Failur
         return resolve_args(list(words), request)
     except KernelcfgError as exc:
         return Failure(Problem.from_error(exc))
-    except INPUT_ERRORS as exc:
-        return Failure(_unusable(exc))
     except Exception as exc:  # a bug: this line reports it, the others go on
         return Failure(
             Problem("error", "internal-error", None, f"kernelcfg bug: {exc!r}", EXIT_BUG),

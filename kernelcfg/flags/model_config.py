@@ -11,6 +11,7 @@ its shape), and says where they came from.
 from __future__ import annotations
 
 import os
+import re
 from collections import ChainMap
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,9 +21,15 @@ from kernelcfg.base import bounded
 from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.base.problems import Problem
+from kernelcfg.flags.model_facts import typed
 from kernelcfg.vllm.inputs import Inputs
 
-__all__ = ["hub_cache", "read"]
+__all__ = ["CODES", "hub_cache", "read"]
+
+CODES = frozenset(
+    {"model-config-value", "model-config-unreadable", "model-cache-broken", "hub-cache-unknown"}
+)
+"""The codes of the problems met reading the model's files (``why`` shows them too)."""
 
 
 def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> None:
@@ -41,65 +48,145 @@ def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> 
         return
 
 
-def hub_cache(env: Mapping[str, str]) -> Path:
-    """The Hugging Face hub cache folder, as ``huggingface_hub`` finds it (worked out
-    once per set of the variables it reads: every batch line that names a model asks,
-    and the path arithmetic cost a sixth of such a line)."""
+def hub_cache(env: Mapping[str, str]) -> Path | str:
+    """The Hugging Face hub cache folder, as ``huggingface_hub`` finds it, or why there
+    is none here (a ``~`` that names no home folder). Worked out once per set of the
+    variables it reads: every batch line that names a model asks, and the path
+    arithmetic cost a sixth of such a line."""
     read = (env.get("HF_HUB_CACHE"), env.get("HF_HOME"), env.get("XDG_CACHE_HOME"))
-    home = os.environ.get("HOME")  # what expanduser and Path.home read
+    home = os.environ.get("HOME")  # what expanduser reads
     return _HUB_CACHES.get((*read, home), lambda: _hub_cache(*read))
 
 
-_HUB_CACHES: Answers[tuple[str | None, ...], Path] = Answers(8)
+_HUB_CACHES: Answers[tuple[str | None, ...], Path | str] = Answers(8)
 
 
-def _hub_cache(hub: str | None, hf_home: str | None, xdg: str | None) -> Path:
+def _hub_cache(hub: str | None, hf_home: str | None, xdg: str | None) -> Path | str:
     if hub:
-        return Path(hub).expanduser()
+        return _home_path(hub, "HF_HUB_CACHE")
     if hf_home:
-        return Path(hf_home).expanduser() / "hub"
-    return Path(xdg or str(Path.home() / ".cache")).expanduser() / "huggingface" / "hub"
+        found = _home_path(hf_home, "HF_HOME")
+        return found / "hub" if isinstance(found, Path) else found
+    cache = _home_path(xdg, "XDG_CACHE_HOME") if xdg else _home_path("~/.cache", "HOME")
+    return cache / "huggingface" / "hub" if isinstance(cache, Path) else cache
+
+
+def _home_path(path: str, variable: str) -> Path | str:
+    """``path`` with its leading ``~`` expanded, or why it cannot be (no such user, or no
+    home folder known for this one: ``HOME`` unset and no passwd entry)."""
+    expanded = os.path.expanduser(path)
+    if not expanded.startswith("~"):
+        return Path(expanded)
+    user = expanded.split("/", 1)[0]
+    where = "HOME is unset and this user has no home folder" if user == "~" else "no such user"
+    return f"{variable} {bounded.shown(path)} starts with {bounded.shown(user)} ({where})"
 
 
 def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
-    """Read ``org/name``'s config.json from the local cache; ``False`` when not there."""
+    """Read ``org/name``'s config.json from the local cache; ``False`` when it is not
+    there, ``True`` when it was read or what is there is reported broken."""
     parts = model.split("/")
     if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
         return False
-    name = os.path.join(
-        hub_cache(ChainMap(dict(env), os.environ)), f"models--{parts[0]}--{parts[1]}"
-    )
-    if not os.path.isdir(name):  # not downloaded here (most lines): one stat
+    cache = hub_cache(ChainMap(dict(env), os.environ))
+    if isinstance(cache, str):
+        inputs.notes.append(
+            Problem(
+                "info",
+                "hub-cache-unknown",
+                "model",
+                f"{cache}; kernelcfg reads no Hugging Face cache, so the architectures of "
+                f"{bounded.shown(model)} are unknown unless given with --architecture",
+            )
+        )
+        return True
+    folder = os.path.join(cache, f"models--{parts[0]}--{parts[1]}")
+    if not os.path.isdir(folder):  # not downloaded here (most lines): one stat
         return False
-    snapshot = _snapshot(Path(name))
-    if snapshot is None:
-        return False
-    config_file = str(snapshot / "config.json")
-    info = bounded.file_stat(config_file)[0]
-    if info is None:
-        return False
+    try:
+        config_file, info = _cached_config(folder)
+    except _BrokenCacheError as exc:
+        inputs.notes.append(
+            Problem(
+                "warning",
+                "model-cache-broken",
+                "model",
+                f"{bounded.shown(model)} is in the Hugging Face cache ({bounded.shown(folder)}) "
+                f"but broken: {exc}; kernelcfg cannot read the model's config.json there",
+            )
+        )
+        return True
     _apply(inputs, *_load(config_file, info), config_file, "Hugging Face cache")
     return True
 
 
-def _snapshot(folder: Path) -> Path | None:
-    """The snapshot ``refs/main`` points at, else the newest one."""
-    try:
-        commit = bounded.read_text(str(folder / "refs" / "main"), "refs/main").strip()
-    except ArgumentError:  # no refs/main (or not a readable file): the newest snapshot
-        commit = ""
-    if commit and "/" not in commit:
-        return folder / "snapshots" / commit
-    try:
-        snapshots = [p for p in (folder / "snapshots").iterdir() if p.is_dir()]
-    except OSError:
-        return None
-    return max(snapshots, key=lambda p: p.stat().st_mtime, default=None)
+class _BrokenCacheError(Exception):
+    """What is broken in a model's cache folder, as one line (its paths shown)."""
 
 
-def _load(
-    config_file: str, info: os.stat_result
-) -> tuple[dict[str, Any], tuple[str, int, int, int]]:
+def _cached_config(folder: str) -> tuple[str, os.stat_result]:
+    """The config.json of the snapshot ``refs/main`` names (else the newest snapshot)
+    and its ``stat``. Every path must resolve inside ``folder``: a snapshot's files are
+    links into ``../../blobs``, never out of the model's folder."""
+    snapshot = _snapshot(folder)
+    config_file = os.path.join(folder, "snapshots", snapshot, "config.json")
+    root = os.path.realpath(folder)
+    real = os.path.realpath(config_file)
+    if os.path.commonpath((root, real)) != root:
+        raise _BrokenCacheError(
+            f"snapshots/{snapshot}/config.json leads to {bounded.shown(real)}, outside the "
+            "model's folder"
+        )
+    info, problem = bounded.file_stat(real)
+    if info is None:
+        raise _BrokenCacheError(f"snapshots/{snapshot}/config.json: {problem}")
+    return config_file, info
+
+
+_MAX_REF = 256
+"""The most bytes of ``refs/main`` read (a revision is 40 hex digits)."""
+_REVISION = re.compile(r"[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}")
+"""What a revision named in ``refs/main`` may look like (a commit hash is 40 hex
+digits): never a path."""
+
+
+def _snapshot(folder: str) -> str:
+    """The snapshot ``refs/main`` names, else the newest one."""
+    ref = os.path.join(folder, "refs", "main")
+    if os.path.lexists(ref):
+        return _revision(ref)
+    try:
+        with os.scandir(os.path.join(folder, "snapshots")) as entries:
+            snapshots = [(e.stat().st_mtime, e.name) for e in entries if e.is_dir()]
+    except OSError as exc:
+        raise _BrokenCacheError(f"snapshots: {exc.strerror or type(exc).__name__}") from None
+    if not snapshots:
+        raise _BrokenCacheError("snapshots holds no snapshot")
+    return max(snapshots)[1]
+
+
+def _revision(ref: str) -> str:
+    """The revision a ``refs/main`` file names: a short word, never a path."""
+    info, problem = bounded.file_stat(ref)
+    if info is None:
+        raise _BrokenCacheError(f"refs/main: {problem}")
+    if info.st_size > _MAX_REF:
+        raise _BrokenCacheError(f"refs/main is {info.st_size:,} bytes long, not a revision")
+    try:
+        commit = bounded.read_text(ref, "refs/main", limit=_MAX_REF).strip()
+    except ArgumentError as exc:
+        raise _BrokenCacheError(exc.message) from None
+    if not _REVISION.fullmatch(commit):
+        raise _BrokenCacheError(f"refs/main holds {bounded.shown(commit)}, not a revision")
+    return commit
+
+
+Loaded = tuple[dict[str, Any], tuple[Problem, ...]]
+"""A config.json as kernelcfg keeps it: its facts typed (``model_facts.typed``) and the
+warnings for what was ignored or cut."""
+
+
+def _load(config_file: str, info: os.stat_result) -> tuple[Loaded, tuple[str, int, int, int]]:
     """The parsed file and its identity (from ``info``, the ``stat`` its finder took),
     read once per process while it is unchanged (a batch names the same model line after
     line: ``make bench`` measured reading it as a fifth of a resolve with a model)."""
@@ -107,11 +194,11 @@ def _load(
     return _LOADED.get(key, lambda: _parse(config_file)), key
 
 
-_LOADED: Answers[tuple[str, int, int, int], dict[str, Any]] = Answers(64, text=LARGE)
+_LOADED: Answers[tuple[str, int, int, int], Loaded] = Answers(64, text=LARGE)
 """The config.json files read in this process (never changed by a reader)."""
 
 
-def _parse(config_file: str) -> dict[str, Any]:
+def _parse(config_file: str) -> Loaded:
     data = bounded.loads_json(
         bounded.read_text(config_file, "config.json"), f"config.json {bounded.shown(config_file)}"
     )
@@ -121,7 +208,8 @@ def _parse(config_file: str) -> dict[str, Any]:
             "mapping a model's config.json is; vLLM cannot load it either",
             field="hf_config_path",
         )
-    return data
+    facts, warnings = typed(data, bounded.shown(config_file))
+    return facts, tuple(warnings)
 
 
 def _local_config(candidate: str) -> tuple[str, os.stat_result] | None:
@@ -167,18 +255,20 @@ def _looks_like_path(text: str) -> bool:
 
 def _apply(
     inputs: Inputs,
-    data: dict[str, Any],
+    loaded: Loaded,
     key: tuple[str, int, int, int],
     config_file: str,
     source: str,
 ) -> None:
+    data, warnings = loaded
     inputs.model_source = source
     inputs.model_config_file = config_file
     inputs.model_config_key = key
     inputs.hf_config = data
+    inputs.notes.extend(warnings)
     archs = data.get("architectures")
     if isinstance(archs, list) and inputs.architectures is None:
-        inputs.architectures = [str(a) for a in archs]
+        inputs.architectures = list(archs)
         inputs.sources["architectures"] = config_file
     quant = data.get("quantization_config")
     if isinstance(quant, dict) and inputs.quantization is None:

@@ -320,13 +320,12 @@ def installed_vllm() -> str | None:
     """The version of vLLM installed where kernelcfg runs, from its package metadata.
 
     Reads the ``vllm-X.Y.Z.dist-info`` folder names on ``sys.path`` (what
-    ``importlib.metadata`` reads, without its 20 ms import); never imports vLLM.
+    ``importlib.metadata`` reads, without its 20 ms import), leaving out the current
+    folder (:func:`_install_folders`); never imports vLLM.
     """
-    import sys
-
-    for entry in sys.path:
+    for entry in _install_folders():
         try:
-            names = os.listdir(entry or ".")
+            names = os.listdir(entry)
         except OSError:
             continue
         for name in names:
@@ -335,6 +334,28 @@ def installed_vllm() -> str | None:
                 if match:
                     return match.group(1)
     return None
+
+
+def _install_folders() -> list[str]:
+    """The ``sys.path`` folders where an installed vLLM may be: not the current folder
+    (``python -m`` puts it first, and a folder that merely holds a
+    ``vllm-X.Y.Z.dist-info`` folder is no install) unless it is a site-packages folder."""
+    import site
+    import sys
+
+    try:
+        here: str | None = os.path.realpath(os.getcwd())
+    except OSError:  # the current folder was removed
+        here = None
+    sites = {os.path.realpath(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
+    folders = []
+    for entry in sys.path:
+        if here is None and not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry or ".")
+        if real != here or real in sites:
+            folders.append(real)
+    return folders
 
 
 @dataclass(frozen=True)
