@@ -653,11 +653,20 @@ def test_option_count_and_word_length_are_capped(tmp_path: Path) -> None:
     assert "at most 10,000" in lines[0]["problems"][0]["message"]
 
 
-def _batch_of(tmp_path: Path, count: int) -> Path:
-    """``count`` lines with ids 0, 1, …: the same words (made once, so the lines are quick)."""
+def _batch_of(tmp_path: Path, count: int, *, distinct: bool = False) -> Path:
+    """``count`` lines with ids 0, 1, …: the same words (made once, so the lines are
+    quick), or with ``distinct`` words each (every line read and resolved anew)."""
     path = tmp_path / "ids.jsonl"
     argv = ["--device", "h100", "--moe-backend", "triton"]
-    path.write_text("".join(json.dumps({"id": i, "argv": argv}) + "\n" for i in range(count)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"id": i, "argv": [*argv, "--max-num-seqs", str(i + 1)] if distinct else argv}
+            )
+            + "\n"
+            for i in range(count)
+        )
+    )
     return path
 
 
@@ -712,8 +721,8 @@ def _streaming(path: Path, *extra: str) -> subprocess.Popen[bytes]:
 def test_a_killed_worker_loses_no_line(tmp_path: Path) -> None:
     """A worker killed (the OOM killer) while the batch streams: what it held is made in
     the parent, every line once and in order, with a note (not BrokenProcessPool)."""
-    count = 12 * 256
-    proc = _streaming(_batch_of(tmp_path, count))
+    count = 24 * 256  # distinct lines: the run outlasts the kill, however fast the machine
+    proc = _streaming(_batch_of(tmp_path, count, distinct=True))
     try:
         first = proc.stdout.readline()  # type: ignore[union-attr]
         os.kill(_workers(proc)[0], signal.SIGKILL)
