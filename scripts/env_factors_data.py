@@ -30,8 +30,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kernelcfg.vllm import compile_env  # noqa: E402
-from scripts.release_data import Source, version_of, write_or_check  # noqa: E402
+from kernelcfg.vllm import compile_env
+from kernelcfg.vllm.hashing import normalize_value
+from scripts.release_data import Source, version_of, write_or_check
 
 RELEASES_DIR = Path(__file__).resolve().parent.parent / "kernelcfg" / "vllm" / "releases"
 FORMAT = 1
@@ -107,7 +108,11 @@ OVERRIDES: dict[str, dict[str, Any]] = {
             "lambda: int(os.getenv('VLLM_DBO_COMM_SMS', '64' if hasattr(__import__('torch')"
             ".version, 'hip') and __import__('torch').version.hip is not None else '20'))"
         ),
-        "entry": {"kind": "int", "default": 20, "default_when": {"if": {"rocm_torch": True}, "then": 64}},
+        "entry": {
+            "kind": "int",
+            "default": 20,
+            "default_when": {"if": {"rocm_torch": True}, "then": 64},
+        },
     },
     "VLLM_DP_RANK_LOCAL": {
         "source": (
@@ -177,7 +182,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 _PATH_ROOTS = {"get_default_cache_root": "cache", "get_default_config_root": "config"}
 
 
-class Unclassified(Exception):
+class UnclassifiedError(Exception):
     """A parser shape the classifier does not know (add it, or an override)."""
 
 
@@ -190,7 +195,11 @@ def _const(node: ast.expr) -> Any:
     try:
         return ast.literal_eval(node)
     except ValueError as exc:
-        raise Unclassified(ast.unparse(node)) from exc
+        raise UnclassifiedError(ast.unparse(node)) from exc
+
+
+def _is_dict(node: ast.expr) -> bool:
+    return isinstance(node, ast.Dict)
 
 
 def _is_environ(node: ast.expr) -> bool:
@@ -218,29 +227,33 @@ _WRAPPERS = {
 }
 
 
+def _call_step(node: ast.Call) -> tuple[ast.expr, list[Any]] | None:
+    """A call on a read value: the inner expression and the steps it adds."""
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in _METHODS and not node.args:
+            return func.value, [func.attr]
+        if func.attr == "split":
+            return func.value, [["split", _const(node.args[0])]]
+        if func.attr == "get" and _is_dict(func.value):
+            return node.args[0], [["map", _const(func.value)]]
+    dotted = ast.unparse(func)
+    if dotted in _WRAPPERS:
+        return node.args[0], list(_WRAPPERS[dotted])
+    if dotted == "os.path.expanduser":
+        return node.args[0], ["expanduser"]
+    return None
+
+
 def _pipeline(node: ast.expr) -> tuple[str, ast.expr | None, list[Any]]:
     """The variable read, its default expression, and the operations on the string."""
     found = _reader(node)
     if found is not None:
         return found[0], found[1], []
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _METHODS and not node.args:
-            name, default, ops = _pipeline(func.value)
-            return name, default, [*ops, func.attr]
-        if isinstance(func, ast.Attribute) and func.attr == "split":
-            name, default, ops = _pipeline(func.value)
-            return name, default, [*ops, ["split", _const(node.args[0])]]
-        if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Dict):
-            name, default, ops = _pipeline(node.args[0])
-            return name, default, [*ops, ["map", _const(func.value)]]
-        dotted = ast.unparse(func)
-        if dotted in _WRAPPERS:
-            name, default, ops = _pipeline(node.args[0])
-            return name, default, [*ops, *_WRAPPERS[dotted]]
-        if dotted == "os.path.expanduser":
-            name, default, ops = _pipeline(node.args[0])
-            return name, default, [*ops, "expanduser"]
+    step = _call_step(node) if isinstance(node, ast.Call) else None
+    if step is not None:
+        name, default, ops = _pipeline(step[0])
+        return name, default, [*ops, *step[1]]
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return _compare(node)
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2:
@@ -248,7 +261,7 @@ def _pipeline(node: ast.expr) -> tuple[str, ast.expr | None, list[Any]]:
         return name, default, [*ops, ["or", _const(node.values[1])]]
     if isinstance(node, ast.ListComp):
         return _split_strip(node)
-    raise Unclassified(ast.unparse(node))
+    raise UnclassifiedError(ast.unparse(node))
 
 
 def _compare(node: ast.Compare) -> tuple[str, ast.expr | None, list[Any]]:
@@ -259,7 +272,7 @@ def _compare(node: ast.Compare) -> tuple[str, ast.expr | None, list[Any]]:
     name, default, ops = _pipeline(node.left)
     word = {ast.In: "in", ast.Eq: "eq", ast.NotEq: "ne"}.get(type(op))
     if word is None:
-        raise Unclassified(ast.unparse(node))
+        raise UnclassifiedError(ast.unparse(node))
     value = _const(right)
     return name, default, [*ops, [word, list(value) if word == "in" else value]]
 
@@ -268,9 +281,10 @@ def _split_strip(node: ast.ListComp) -> tuple[str, ast.expr | None, list[Any]]:
     text = ast.unparse(node)
     match = re.fullmatch(r"\[v\.strip\(\) for v in (.+)\.split\('(.)'\) if v\.strip\(\)\]", text)
     if not match:
-        raise Unclassified(text)
+        raise UnclassifiedError(text)
     inner = node.generators[0].iter
-    assert isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+    assert isinstance(inner, ast.Call)
+    assert isinstance(inner.func, ast.Attribute)
     name, default, ops = _pipeline(inner.func.value)
     return name, default, [*ops, ["split_strip", match.group(2)]]
 
@@ -306,7 +320,7 @@ def _kind(ops: list[Any]) -> dict[str, Any]:
         return dict(table[shape])
     if words and words[-1] == "in" and set(words[:-1]) <= {"strip", "lower"}:
         return {"kind": "bool_in", **flags, "values": params["in"]}
-    raise Unclassified(shape)
+    raise UnclassifiedError(shape)
 
 
 def _lambda_entry(name: str, body: ast.expr) -> dict[str, Any]:
@@ -332,7 +346,7 @@ def _unset(entry: dict[str, Any]) -> Any:
     where the pipeline turns None into something else (none in vLLM's parsers)."""
     if entry["kind"] in ("str", "int", "bool_int", "json"):
         return None
-    raise Unclassified(f"{entry['kind']} without a default")
+    raise UnclassifiedError(f"{entry['kind']} without a default")
 
 
 def _path_default(node: ast.expr | None) -> dict[str, Any]:
@@ -345,7 +359,7 @@ def _path_default(node: ast.expr | None) -> dict[str, Any]:
     ):
         root = _PATH_ROOTS[ast.unparse(node.args[0].func)]
         return {"default_root": root, "default_parts": [_const(a) for a in node.args[1:]]}
-    raise Unclassified(ast.unparse(node) if node is not None else "path without a default")
+    raise UnclassifiedError(ast.unparse(node) if node is not None else "path without a default")
 
 
 def _choices_entry(node: ast.Call) -> dict[str, Any] | None:
@@ -372,7 +386,7 @@ def _choices_entry(node: ast.Call) -> dict[str, Any] | None:
         "default": args["default"],
     }
     if func == "env_set_with_choices":
-        entry["default"] = compile_env.normalize(set(args["default"]))
+        entry["default"] = normalize_value(set(args["default"]))
     return entry
 
 
@@ -383,16 +397,17 @@ def _function_body(tree: ast.Module, name: str) -> str:
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 body = body[1:]
             return "\n".join(ast.unparse(n) for n in body)
-    raise Unclassified(f"function {name} not found")
+    raise UnclassifiedError(f"function {name} not found")
 
 
 def _override(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
     rule = OVERRIDES[name]
     text = ast.unparse(value)
     if rule["source"] is not None and text != rule["source"]:
-        raise Unclassified(f"{name}: the override expects {rule['source']!r}, vLLM has {text!r}")
+        expected = rule["source"]
+        raise UnclassifiedError(f"{name}: the override expects {expected!r}, vLLM has {text!r}")
     if "function" in rule and _function_body(tree, text) != rule["function"]:
-        raise Unclassified(f"{name}: the body of {text} changed")
+        raise UnclassifiedError(f"{name}: the body of {text} changed")
     return {**rule["entry"], "reads": name, "override": True}
 
 
@@ -406,7 +421,7 @@ def classify(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
             return found
     if isinstance(value, ast.Lambda):
         return _lambda_entry(name, value.body)
-    raise Unclassified(ast.unparse(value))
+    raise UnclassifiedError(ast.unparse(value))
 
 
 def _literal_set(tree: ast.Module, function: str, target: str) -> list[str]:
@@ -418,7 +433,7 @@ def _literal_set(tree: ast.Module, function: str, target: str) -> list[str]:
                     if any(getattr(t, "id", None) == target for t in targets):
                         assert inner.value is not None
                         return [_const(e) for e in inner.value.elts]  # type: ignore[attr-defined]
-    raise Unclassified(f"{function}.{target} not found")
+    raise UnclassifiedError(f"{function}.{target} not found")
 
 
 def _declared(tree: ast.Module) -> ast.Dict:
@@ -428,7 +443,7 @@ def _declared(tree: ast.Module) -> ast.Dict:
         ):
             assert isinstance(node.value, ast.Dict)
             return node.value
-    raise Unclassified("environment_variables not found")
+    raise UnclassifiedError("environment_variables not found")
 
 
 def _torch_pin(source: Source, wheel: Path, version: str) -> str:
@@ -436,7 +451,7 @@ def _torch_pin(source: Source, wheel: Path, version: str) -> str:
     meta = source.text(f"vllm-{version}.dist-info/METADATA")
     match = re.search(r"^Requires-Dist: torch==([^\s;]+)", meta, re.MULTILINE)
     if not match:
-        raise Unclassified(f"no torch pin in {wheel}")
+        raise UnclassifiedError(f"no torch pin in {wheel}")
     return match.group(1)
 
 
@@ -448,9 +463,11 @@ def build(wheel: Path) -> dict[str, Any]:
     variables: dict[str, Any] = {}
     for key, value in zip(_declared(tree).keys, _declared(tree).values, strict=True):
         assert isinstance(key, ast.Constant)
+        assert isinstance(key.value, str)
         entry = classify(key.value, value, tree)
-        if entry.pop("reads") != key.value:
-            entry["reads"] = _reads(value)
+        read = entry.pop("reads")
+        if read != key.value:
+            entry["reads"] = read
         variables[key.value] = {**entry, "line": key.lineno}
     return {
         "format": FORMAT,
@@ -461,13 +478,6 @@ def build(wheel: Path) -> dict[str, Any]:
         "hashed_as_read": _literal_set(tree, "compile_factors", "ray_noset_env_vars"),
         "variables": variables,
     }
-
-
-def _reads(value: ast.expr) -> str:
-    """The variable a parser reads when it is not its own name (``JAX_PLATFORMS``)."""
-    assert isinstance(value, ast.Lambda)
-    read, _default, _ops = _pipeline(value.body)
-    return read
 
 
 def dumps(data: dict[str, Any]) -> str:

@@ -3,9 +3,8 @@
 vLLM reads every variable its ``vllm/envs.py`` declares, each through its own parser
 (defaults included), leaves out the release's ignored set and any variable whose parser
 raises (it logs a warning), adds the ``RAY_EXPERIMENTAL_NOSET_*`` variables as read, and
-hashes the result: ``sha256(json.dumps(factors, sort_keys=True))``
-(``vllm.config.utils.hash_factors``), after ``normalize_value`` (a set becomes the sorted
-``repr`` of its items, a mapping the sorted ``[key, value]`` pairs).
+hashes the result with ``hash_factors`` after ``normalize_value`` (both in
+:mod:`kernelcfg.vllm.hashing`).
 
 The parsers are release data (``env-X.Y.Z.json``, written by
 ``scripts/env_factors_data.py`` from the wheel): each variable is one of :data:`KINDS`
@@ -19,7 +18,6 @@ installed vLLM package: without :attr:`EnvInputs.vllm_package_dir` it is unknown
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -30,6 +28,7 @@ from typing import Any
 
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.vllm import releases
+from kernelcfg.vllm.hashing import digest, normalize_value
 
 __all__ = [
     "KINDS",
@@ -40,8 +39,6 @@ __all__ = [
     "env_data",
     "env_factors",
     "env_hash",
-    "hash_factors",
-    "normalize",
     "parse_raw",
 ]
 
@@ -76,33 +73,7 @@ class EnvFactors:
     @property
     def hash(self) -> str | None:
         """vLLM's env hash; ``None`` while a factor is unknown."""
-        return None if self.unknown else hash_factors(self.factors)
-
-
-def hash_factors(items: Mapping[str, Any]) -> str:
-    """``vllm.config.utils.hash_factors``: SHA-256 of the sorted-key JSON."""
-    return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()
-
-
-def normalize(value: Any) -> Any:
-    """``normalize_value`` for what env parsers return, as JSON values: a mapping is its
-    sorted ``[str(key), value]`` pairs, a set the sorted ``repr`` of its items."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Mapping):
-        return [list(p) for p in sorted((str(k), normalize(v)) for k, v in value.items())]
-    if isinstance(value, (set, frozenset)):
-        return sorted(repr(_hashable(normalize(v))) for v in value)
-    if isinstance(value, (list, tuple)):
-        return [normalize(v) for v in value]
-    raise TypeError(f"normalize: unsupported type {type(value).__name__}")
-
-
-def _hashable(value: Any) -> Any:
-    """A normalised value as vLLM holds it (tuples, not lists), for its ``repr``."""
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
+        return None if self.unknown else digest(self.factors)
 
 
 def _split(entry: Mapping[str, Any], raw: str) -> list[str]:
@@ -145,7 +116,7 @@ def _choice_list(entry: Mapping[str, Any], raw: str) -> Any:
     return set(values) if entry["kind"] == "choice_set" else values
 
 
-def _json(raw: str) -> Any:
+def _json(_entry: Mapping[str, Any], raw: str) -> Any:
     """``maybe_convert_json_str_or_file``: a file's JSON when the value names one here."""
     if os.path.exists(raw):
         with open(raw, encoding="utf-8") as fh:
@@ -153,23 +124,43 @@ def _json(raw: str) -> Any:
     return json.loads(raw)
 
 
+def _bool_int(_entry: Mapping[str, Any], raw: str) -> bool:
+    return bool(int(raw))
+
+
+def _int(_entry: Mapping[str, Any], raw: str) -> int:
+    return int(raw)
+
+
+def _float(_entry: Mapping[str, Any], raw: str) -> float:
+    return float(raw)
+
+
+def _path(_entry: Mapping[str, Any], raw: str) -> str:
+    return os.path.expanduser(raw)
+
+
+def _as_written(_entry: Mapping[str, Any], raw: str) -> str:
+    return raw
+
+
 _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "str": _str,
-    "bool_int": lambda e, raw: bool(int(raw)),
+    "bool_int": _bool_int,
     "bool_in": _bool_in,
     "bool_eq": lambda e, raw: (raw.lower() if e.get("lower") else raw) == e["value"],
     "bool_ne": lambda e, raw: raw != e["value"],
     "bool_contains": lambda e, raw: e["value"] in raw.lower(),
-    "int": lambda e, raw: int(raw),
-    "float": lambda e, raw: float(raw),
+    "int": _int,
+    "float": _float,
     "map": lambda e, raw: e["mapping"].get(raw.strip() if e["strip"] else raw),
     "choice": _choice,
     "choice_list": _choice_list,
     "choice_set": _choice_list,
     "split": _split,
-    "json": lambda e, raw: _json(raw),
-    "path": lambda e, raw: os.path.expanduser(raw),
-    "rust_cli_path": lambda e, raw: raw,
+    "json": _json,
+    "path": _path,
+    "rust_cli_path": _as_written,
 }
 
 KINDS = frozenset(_PARSERS)
@@ -235,14 +226,14 @@ class _Reader:
         if "var" in cond:
             return bool(self.value(cond["var"]))
         if "torch_at_least" in cond:
-            return self.torch >= version_order(cond["torch_at_least"])
+            return bool(self.torch >= version_order(cond["torch_at_least"]))
         if "rocm_torch" in cond:
-            return (self.inputs.platform == "rocm") == cond["rocm_torch"]
+            return (self.inputs.platform == "rocm") is bool(cond["rocm_torch"])
         if "platform_in" in cond:
-            return self.inputs.platform in cond["platform_in"]
+            return self.inputs.platform in tuple(cond["platform_in"])
         raise KeyError(f"unknown condition {sorted(cond)}")
 
-    def default(self, name: str, entry: Mapping[str, Any]) -> Any:
+    def default(self, entry: Mapping[str, Any]) -> Any:
         """The value when the variable is unset (computed first, as vLLM's ``getenv``
         argument is)."""
         if "default_var" in entry:
@@ -270,7 +261,7 @@ class _Reader:
             return entry["default"]
         if entry["kind"] == "rust_cli_path":
             return self._rust_cli_path(name)
-        default = self.default(name, entry)
+        default = self.default(entry)
         raw = self.environ.get(entry.get("reads", name))
         if "or_var" in entry:
             raw = raw or self.environ.get(entry["or_var"]) or None
@@ -326,7 +317,7 @@ def compute(
         if name in ignored:
             continue
         try:
-            factors[name] = normalize(reader.value(name))
+            factors[name] = normalize_value(reader.value(name))
         except UnknownEnvFactorError:
             unknown.append(name)
         except (ValueError, TypeError, OSError, RecursionError) as exc:
@@ -350,4 +341,4 @@ def env_hash(version: str, environ: Mapping[str, str], inputs: EnvInputs | None 
         raise UnknownEnvFactorError(
             f"the env hash needs {', '.join(found.unknown)}", code="unknown_env_factor"
         )
-    return hash_factors(found.factors)
+    return digest(found.factors)
