@@ -2,7 +2,8 @@
 
 Downloads each ``vllm==X`` wheel (about 300 MB each) with ``pip download --no-deps``
 into ``$KERNELCFG_WHEELS`` (default: a temporary folder) and runs
-``release_data.py --check`` and ``attention_data.py --check`` on it; then installs it
+``release_data.py --check``, ``attention_data.py --check`` and
+``env_factors_data.py --check`` on it; then installs it
 into a throwaway virtual environment (``scripts/serve_parser/venv.sh``, CPU torch;
 ``$KERNELCFG_SERVE_VENV`` keeps it between runs), dumps the parser ``vllm serve`` builds and checks
 ``serve-X.Y.Z.json`` with ``serve_options.py --check`` (``KERNELCFG_SKIP_SERVE=1``
@@ -72,14 +73,14 @@ def main() -> int:
         failed = 0
         for version in releases.known_versions():
             wheel = _wheel(version, folder)
-            for script in ("release_data.py", "attention_data.py"):
+            for script in ("release_data.py", "attention_data.py", "env_factors_data.py"):
                 proc = subprocess.run(
                     [sys.executable, str(HERE / script), str(wheel), "--check"], check=False
                 )
                 failed += proc.returncode != 0
             if serve:
                 failed += not _serve_check(version, wheel, venv, Path(tmp))
-    files = len(releases.known_versions()) * (3 if serve else 2)
+    files = len(releases.known_versions()) * (4 if serve else 3)
     print(f"{files - failed} identical, {failed} differ")
     return 1 if failed else 0
 
