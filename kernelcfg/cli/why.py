@@ -132,9 +132,11 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
     others = {k: v for k, v in (picked.get("by_install") or {}).items() if k != picked["install"]}
     if others:
         lines.append("Other installs: " + "; ".join(f"{k} → {v}" for k, v in others.items()))
+    flag = {"attention": "--attention-backend"}.get(key, f"--{key.replace('_', '-')}")
     if picked.get("value"):
-        flag = {"attention": "--attention-backend"}.get(key, f"--{key.replace('_', '-')}")
         lines.append(f"To ask for it by name: {flag} {picked['value']}")
+    elif picked["status"] == "selected" and picked["backend"]:
+        lines.append(f"No {flag} value forces it: vLLM takes it only on auto")
     return lines
 
 
