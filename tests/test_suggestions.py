@@ -110,3 +110,40 @@ def test_why_on_cpu_suggests_no_refused_value() -> None:
             flag, value = line.removeprefix("To ask for it by name: ").split()
             back = run("resolve", *flags, flag, value)
             assert back.exit_code != 2, back.stderr
+
+
+def _why(*flags: str) -> str:
+    out = run("why", *flags)
+    return out.stdout
+
+
+def test_deep_gemm_on_hopper_says_what_is_missing() -> None:
+    """vLLM says "only Hopper and Blackwell GPUs are supported" whatever stops DeepGEMM."""
+    r1 = str(ROOT / "docs" / "examples" / "deepseek-r1")
+    said = _why("linear", "--vllm-version", "0.34.0", "--device", "h100", "--hf-config-path", r1)
+    line = next(x for x in said.splitlines() if "DeepGemmFp8BlockScaledMMKernel —" in x)
+    assert ": DeepGEMM: nvcc 12.9 or newer is not installed (CUDA_HOME) (vLLM: " in line
+    off = _why(
+        *("linear", "--vllm-version", "0.33.0", "--device", "h100", "--hf-config-path", r1),
+        *("--linear-backend", "auto", "--env", "VLLM_USE_DEEP_GEMM=0"),
+    )
+    assert "DeepGEMM: VLLM_USE_DEEP_GEMM is off (vLLM: " in off
+
+
+def test_aiter_hint_on_nvidia_is_preceded_and_said_once() -> None:
+    r1 = str(ROOT / "docs" / "examples" / "deepseek-r1")
+    flags = ["--device", "b200", "--hf-config-path", r1, "--env", "VLLM_ROCM_USE_AITER=1"]
+    said = _why("moe", *flags)
+    hinted = [x for x in said.splitlines() if "set VLLM_ROCM_USE_AITER=1" in x]
+    assert len(hinted) == 2, said  # the one trial line, and vLLM's error
+    assert all("AITER runs only on AMD ROCm GPUs (vLLM: " in x for x in hinted)
+    assert "AiterFp8BlockExperts/AiterFp8TensorExperts/AiterFp8ChannelExperts" in said
+    assert sum("before trying: forced AITER" in x for x in said.splitlines()) == 1
+    resolved = run("resolve", *flags, "--format", "json").json()
+    assert "AITER runs only on AMD ROCm GPUs" in resolved["problems"][0]["message"]
+
+
+def test_flashinfer_on_rocm_says_more_than_import_error() -> None:
+    out = run("resolve", "--device", "mi300x", "--attention-backend", "FLASHINFER")
+    assert out.exit_code == 1
+    assert "FLASHINFER imports flashinfer_python, which no ROCm install of vLLM has" in out.stderr
