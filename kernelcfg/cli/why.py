@@ -115,18 +115,22 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
     if picked.get("checkpoint"):
         lines.append(f"The checkpoint: {picked['checkpoint']}")
     lines += [f"vLLM moves {m['backend']}: {m['reason']}" for m in picked.get("moved", ())]
+    dropped: dict[str, list[str]] = {}
+    for d in picked.get("dropped", ()):
+        dropped.setdefault(d["reason"], []).append(d["backend"])
     lines += [
-        f"vLLM drops {d['backend']} before trying: {d['reason']}" for d in picked.get("dropped", ())
+        f"vLLM drops {', '.join(names)} before trying: {reason}"
+        for reason, names in dropped.items()
     ]
     tried = [c for c in picked["candidates"] if c["verdict"] != "not_tried"]
     if tried:
         lines.append("vLLM tries, in order:")
-    for place, candidate in enumerate(tried, 1):
+    for place, (candidate, kernels) in enumerate(_grouped(tried), 1):
         verdict = {"ok": "taken", "refused": "passed over", "unknown": "depends"}.get(
             candidate["verdict"], candidate["verdict"]
         )
         reason = f": {candidate['reason']}" if candidate["reason"] else ""
-        shown = candidate.get("kernel") if key == "moe_backend" else None
+        shown = "/".join(kernels) if key == "moe_backend" else None
         named = f" {shown}" if shown and shown != candidate["backend"] else ""
         lines.append(f"  {place}. {candidate['backend']}{named} — {verdict}{reason}")
     lines += _unreached([c for c in picked["candidates"] if c not in tried])
@@ -137,10 +141,26 @@ def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:
     others = {k: v for k, v in (picked.get("by_install") or {}).items() if k != picked["install"]}
     if others:
         lines.append("Other installs: " + "; ".join(f"{k} → {v}" for k, v in others.items()))
+    flag = {"attention": "--attention-backend"}.get(key, f"--{key.replace('_', '-')}")
     if picked.get("value"):
-        flag = {"attention": "--attention-backend"}.get(key, f"--{key.replace('_', '-')}")
         lines.append(f"To ask for it by name: {flag} {picked['value']}")
+    elif picked["status"] == "selected" and picked["backend"]:
+        lines.append(f"No {flag} value forces it: vLLM takes it only on auto")
     return lines
+
+
+def _grouped(tried: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[str]]]:
+    """The trials with the classes of one backend that vLLM refuses for the same reason
+    in a row made one, so that a reason is said once."""
+    out: list[tuple[dict[str, Any], list[str]]] = []
+    for candidate in tried:
+        same = ("backend", "verdict", "reason")
+        last = out[-1][0] if out else None
+        if last is not None and all(last[k] == candidate[k] for k in same):
+            out[-1][1].append(candidate.get("kernel") or "")
+        else:
+            out.append((candidate, [candidate.get("kernel") or ""]))
+    return out
 
 
 def _unreached(later: list[dict[str, Any]]) -> list[str]:

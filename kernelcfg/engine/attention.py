@@ -127,7 +127,7 @@ def _select(
         }
         chosen = picks[inputs.install]
         return (
-            selection_data(model, chosen, picks, inputs.install),
+            selection_data(model, chosen, picks, inputs.install, target),
             _problem(model, requested, chosen, picks, inputs.install, target),
         )
 
@@ -144,7 +144,11 @@ without)."""
 
 
 def selection_data(
-    model: Selector, chosen: Selection, picks: dict[str, Selection], install: str
+    model: Selector,
+    chosen: Selection,
+    picks: dict[str, Selection],
+    install: str,
+    target: Target,
 ) -> dict[str, Any]:
     """``selection.attention`` of the JSON output."""
     data: dict[str, Any] = {
@@ -158,7 +162,8 @@ def selection_data(
                 "backend": c.backend,
                 "kernel": model.kernel(c.backend),
                 "verdict": "refused" if c.verdict == "refused" else c.verdict,
-                "reason": "; ".join(c.reasons) or None,
+                "reason": "; ".join(_plain(model, c.backend, list(c.reasons), target, install))
+                or None,
             }
             for c in chosen.candidates
         ],
@@ -201,6 +206,7 @@ def _problem(
     if chosen.status != "error":
         return None
     reasons = [r for c in chosen.candidates for r in c.reasons] or [chosen.message or ""]
+    reasons = _plain(model, requested, reasons, target, install)
     if requested is None:
         reasons = ["no candidate is valid"]
     if works:
@@ -212,6 +218,27 @@ def _problem(
             f"({'; '.join(reasons)}); with --install {' or '.join(works)} it may run",
         )
     return _refused(model, requested, chosen, reasons, where)
+
+
+def _plain(
+    model: Selector, requested: str | None, reasons: list[str], target: Target, install: str
+) -> list[str]:
+    """The reasons, each once; vLLM's bare ``ImportError`` (ROCm reports only the
+    exception's name) preceded by the library the backend imports and where it is."""
+    from kernelcfg.vllm.attention import PLATFORM_NAMES
+
+    libraries = [] if requested is None else model.backends.get(requested, {}).get("imports", [])
+    missing = [lib for lib in libraries if lib not in model.libraries(target.kind, install)]
+    if not missing:
+        return list(dict.fromkeys(reasons))
+    anywhere = [i for i in INSTALLS if set(missing) <= model.libraries(target.kind, i)]
+    where = (
+        f"not installed with --install {install}"
+        if anywhere
+        else f"which no {PLATFORM_NAMES[target.kind]} install of vLLM has"
+    )
+    said = f"{requested} imports {', '.join(missing)}, {where} (vLLM: ImportError)"
+    return list(dict.fromkeys(said if r == "ImportError" else r for r in reasons))
 
 
 def _refused(

@@ -86,16 +86,17 @@ def _select(
     found: Any, scheme: str, kinds: list[str], inputs: Inputs, target: Target
 ) -> tuple[dict[str, Any], Problem | None]:
     """Walk every layer kind under every install; the data and the problem, if any."""
-    picks = {
-        install: {
-            kind: found.pick(
-                kind,
-                found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env),
-            )
-            for kind in kinds
-        }
+    from kernelcfg.vllm.glosses import gloss
+
+    wheres = {
+        install: found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env)
         for install in INSTALLS
     }
+    picks = {
+        install: {kind: found.pick(kind, where) for kind in kinds}
+        for install, where in wheres.items()
+    }
+    here = wheres[inputs.install]
     chosen = picks[inputs.install]
     first = chosen[kinds[0]]
     agree = len({p.kernel for p in chosen.values()}) == 1
@@ -107,7 +108,7 @@ def _select(
         "kernel": first.kernel if agree else None,
         "value": first.values[0] if first.values and agree else None,
         "candidates": [
-            {"backend": name, "kernel": name, "verdict": verdict, "reason": reason}
+            {"backend": name, "kernel": name, "verdict": verdict, "reason": gloss(reason, here)}
             for name, verdict, reason in first.trials
         ],
         "install": inputs.install,
@@ -126,7 +127,8 @@ def _select(
     works = [
         i for i, by_kind in picks.items() if all(p.status != "error" for p in by_kind.values())
     ]
-    reasons = first.message or "; ".join(f"{n}: {r}" for n, _, r in first.trials)
+    said = [f"{n}: {gloss(r, here)}" for n, _, r in first.trials]
+    reasons = first.message or "; ".join(said)
     problem = Problem(
         "warning" if works else "error",
         "linear-no-kernel",

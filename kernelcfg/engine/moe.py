@@ -215,8 +215,16 @@ def _candidates(
     """The trials in vLLM's order, then the candidates it never reached, each with
     whether its classes would take the layer if it were asked for by name (and the
     installs under which they would)."""
+    from kernelcfg.vllm.glosses import gloss
+
+    here = wheres[install]
     out: list[dict[str, Any]] = [
-        {"backend": t.backend, "kernel": t.kernel, "verdict": t.verdict, "reason": t.reason}
+        {
+            "backend": t.backend,
+            "kernel": t.kernel,
+            "verdict": t.verdict,
+            "reason": gloss(t.reason, here),
+        }
         for t in pick.trials
     ]
     tried = {t.backend for t in pick.trials}
@@ -224,16 +232,16 @@ def _candidates(
     names = [b for b, _ in later]
     asked = {i: probe(names, where) for i, where in wheres.items()} if names else {}
     for backend, classes in later:
-        here = asked[install][backend]
+        trial = asked[install][backend]
         entry: dict[str, Any] = {
             "backend": backend,
-            "kernel": here.kernel if here.verdict == "ok" else "/".join(classes),
+            "kernel": trial.kernel if trial.verdict == "ok" else "/".join(classes),
             "verdict": "not_tried",
             "reason": None,
-            "if_asked": here.verdict,
-            "if_asked_reason": here.reason,
+            "if_asked": trial.verdict,
+            "if_asked_reason": gloss(trial.reason, here),
         }
-        if here.verdict != "ok":
+        if trial.verdict != "ok":
             entry["if_asked_installs"] = [
                 i for i in INSTALLS if i != install and asked[i][backend].verdict == "ok"
             ]
@@ -250,6 +258,8 @@ def _select(
     target: Target,
 ) -> tuple[dict[str, Any], Problem | None]:
     """Walk every format under every install; the data and the problem, if any."""
+    from kernelcfg.vllm.glosses import gloss
+
     wheres = _wheres(found, target, inputs)
     picks = {
         install: {v: found.pick(v, layer, where) for v in variants}
@@ -275,7 +285,9 @@ def _select(
             else []
         ),
         "install": inputs.install,
-        "message": first.message if agree else "the checkpoint's format decides",
+        "message": gloss(first.message, wheres[inputs.install])
+        if agree
+        else "the checkpoint's format decides",
         "checkpoint": why,
         "variant": variants[0] if len(variants) == 1 else None,
         "oracle": first.oracle,
@@ -290,13 +302,14 @@ def _select(
     }
     if len(set(outcomes.values())) > 1:
         data["by_install"] = outcomes
-    return data, _problem(picks, inputs, target, first)
+    return data, _problem(picks, inputs, target, data["message"] if agree else first.message)
 
 
 def _problem(
-    picks: Mapping[str, Mapping[str, Pick]], inputs: Inputs, target: Target, first: Pick
+    picks: Mapping[str, Mapping[str, Pick]], inputs: Inputs, target: Target, message: str | None
 ) -> Problem | None:
     """An error when vLLM raises under every install, a warning when under this one."""
+    first = next(iter(picks[inputs.install].values()))
     if first.status != "error":
         return None
     works = [
@@ -309,7 +322,7 @@ def _problem(
         "moe-no-kernel",
         "moe_backend",
         f"MoE layers on {target.device}: with --install {inputs.install} vLLM raises while "
-        f"loading the model ({first.message or 'no MoE kernel supports the layer'})"
+        f"loading the model ({message or 'no MoE kernel supports the layer'})"
         + (f"; with --install {' or '.join(works)} it picks a kernel" if works else ""),
     )
 

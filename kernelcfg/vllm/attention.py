@@ -23,6 +23,7 @@ from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import Inputs
 
 __all__ = [
+    "PLATFORM_NAMES",
     "Check",
     "Features",
     "Platform",
@@ -40,7 +41,8 @@ Tri = bool | None
 
 Verdict = Literal["ok", "refused", "unknown"]
 
-_PLATFORM_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU", "tpu": "TPU"}
+PLATFORM_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU", "xpu": "XPU", "tpu": "TPU"}
+"""How vLLM names each platform kind in words."""
 
 _UNQUANTIZED_KV = frozenset({"auto", "float16", "bfloat16"})
 
@@ -475,8 +477,8 @@ class Selector:
         owner = facts.get("platform", platform.kind)
         if owner != platform.kind:
             return (
-                f"a {_PLATFORM_NAMES[owner]} backend; {platform.device_name} runs "
-                f"{_PLATFORM_NAMES[platform.kind]} (vLLM refuses it or fails loading)"
+                f"a {PLATFORM_NAMES[owner]} backend; {platform.device_name} runs "
+                f"{PLATFORM_NAMES[platform.kind]} (vLLM refuses it or fails loading)"
             )
         for library in facts.get("imports", ()):
             if library not in platform.libraries:
@@ -612,7 +614,7 @@ class Selector:
                 None,
                 (),
                 f"kernelcfg does not model "
-                f"{_PLATFORM_NAMES.get(platform.kind, platform.kind)} attention selection yet",
+                f"{PLATFORM_NAMES.get(platform.kind, platform.kind)} attention selection yet",
             )
         if requested is not None:
             return self._explicit(requested, features, platform)

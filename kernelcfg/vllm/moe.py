@@ -127,9 +127,23 @@ def _parallel_repr(feats: Mapping[str, Any], extra: tuple[str, ...] = ()) -> str
 class MoeModel:
     """One release's MoE selection data and its walk."""
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(self, data: Mapping[str, Any], accepted: frozenset[str] | None = None) -> None:
         self.data = data
+        self.accepted = accepted
+        """The ``--moe-backend`` values the release's parser accepts (``None``: any)."""
         self._picks: Answers[tuple[Any, ...], Pick] = Answers(4096, text=LARGE)
+
+    def _values(self, oracle: Mapping[str, Any], backend: str | None) -> tuple[str, ...]:
+        """The ``--moe-backend`` values that map to ``backend`` and the parser accepts:
+        vLLM's own map names some (``cpu``, ``xpu``) that ``MoEBackend`` lacks."""
+        if backend is None:
+            return ()
+        named = oracle.get("values", {}).items()
+        return tuple(
+            v
+            for v, names in named
+            if backend in names and (self.accepted is None or v in self.accepted)
+        )
 
     # ---------------------------------------------------------------- inputs
     def pick(self, variant: str, layer: Mapping[str, Any], where: Where) -> Pick:
@@ -269,7 +283,7 @@ class MoeModel:
             oracle["enum"],
             backend,
             rule["experts"],
-            values=_values(oracle, backend),
+            values=self._values(oracle, backend),
             chosen_by="inline",
         )
 
@@ -321,7 +335,7 @@ class MoeModel:
                     spec["enum"],
                     rule["backend"],
                     rule["experts"],
-                    values=_values(spec, rule["backend"]),
+                    values=self._values(spec, rule["backend"]),
                 )
         feats = dict(feats)
         if "batched_when" in spec:
@@ -566,7 +580,7 @@ class MoeModel:
             tuple(run.dropped),
             tuple(run.moved),
             tuple(run.trials),
-            _values(run.spec, backend),
+            self._values(run.spec, backend),
             message,
         )
 
@@ -655,13 +669,6 @@ def _reorder(order: list[str], rule: Mapping[str, Any]) -> None:
         order.insert(order.index(rule["after"]) + 1, backend)
 
 
-def _values(oracle: Mapping[str, Any], backend: str | None) -> tuple[str, ...]:
-    """The ``--moe-backend`` values that map to ``backend``."""
-    if backend is None:
-        return ()
-    return tuple(v for v, names in oracle.get("values", {}).items() if backend in names)
-
-
 @functools.cache
 def releases_with_data() -> tuple[str, ...]:
     """The releases kernelcfg has MoE selection data for."""
@@ -674,7 +681,9 @@ def releases_with_data() -> tuple[str, ...]:
 def model(version: str) -> MoeModel | None:
     """The MoE selection of one release, or ``None`` without data for it."""
     data = releases.release_data("moe", version)
-    return None if data is None else MoeModel(data)
+    if data is None:
+        return None
+    return MoeModel(data, frozenset(releases.load(version).choices("moe_backend")))
 
 
 # ---------------------------------------------------------------------- layer features
