@@ -28,13 +28,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from release_data import RELEASES_DIR, Source, version_of, write_or_check
 
 from kernelcfg.vllm import compile_env
 from kernelcfg.vllm.hashing import normalize_value
-from scripts.release_data import Source, version_of, write_or_check
 
-RELEASES_DIR = Path(__file__).resolve().parent.parent / "kernelcfg" / "vllm" / "releases"
 FORMAT = 1
 ENVS = "vllm/envs.py"
 
