@@ -19,6 +19,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import IO, Any
 
@@ -198,10 +199,8 @@ def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
 
 def loads_yaml(text: str, what: str) -> Any:
     """YAML text through PyYAML's safe loader, with nesting and alias expansion capped."""
-    import yaml
-
     _check_yaml_lines(text, what)
-    try:
+    with _reading_yaml(what):
         loader = _safe_loader()(text)
         try:
             node = loader.get_single_node()
@@ -211,25 +210,14 @@ def loads_yaml(text: str, what: str) -> Any:
             return loader.construct_document(node)
         finally:
             loader.dispose()
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "malformed YAML"
-        raise ArgumentError(f"{what}: not valid YAML: {one_line(first)}", field=what) from None
-    except (RecursionError, _TooDeepError):
-        raise ArgumentError(
-            f"{what}: YAML nested deeper than {MAX_DEPTH} levels", field=what
-        ) from None
-    except (ValueError, OverflowError, TypeError) as exc:
-        raise ArgumentError(f"{what}: unusable YAML value ({reason(exc)})", field=what) from None
 
 
 def yaml_documents(text: str, what: str) -> list[Any]:
     """Every document of a YAML stream as PyYAML's nodes (each with its place in the
     text: ``start_mark``), under the limits of :func:`loads_yaml`."""
-    import yaml
-
     _check_yaml_lines(text, what)
     documents: list[Any] = []
-    try:
+    with _reading_yaml(what):
         loader = _safe_loader()(text)
         try:
             while loader.check_node():
@@ -239,6 +227,16 @@ def yaml_documents(text: str, what: str) -> list[Any]:
                     documents.append(node)
         finally:
             loader.dispose()
+    return documents
+
+
+@contextmanager
+def _reading_yaml(what: str) -> Iterator[None]:
+    """PyYAML's failures while reading ``what`` as one :class:`ArgumentError` line each."""
+    import yaml
+
+    try:
+        yield
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "malformed YAML"
         raise ArgumentError(f"{what}: not valid YAML: {one_line(first)}", field=what) from None
@@ -246,7 +244,8 @@ def yaml_documents(text: str, what: str) -> list[Any]:
         raise ArgumentError(
             f"{what}: YAML nested deeper than {MAX_DEPTH} levels", field=what
         ) from None
-    return documents
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise ArgumentError(f"{what}: unusable YAML value ({reason(exc)})", field=what) from None
 
 
 def _check_yaml_lines(text: str, what: str) -> None:
