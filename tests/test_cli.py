@@ -542,7 +542,15 @@ def test_fail_on_policy() -> None:
     args = ("resolve", "--device", "h100", "--moe-backend", "aiter", "--format", "json")
     assert run(*args).exit_code == 1
     assert run(*args, "--fail-on", "never").exit_code == 0
-    quiet_line = ("resolve", "--device", "b200", "--moe-backend", "flashinfer_trtllm")
+    quiet_line = (
+        "resolve",
+        "--device",
+        "b200",
+        "--moe-backend",
+        "flashinfer_trtllm",
+        "--install",
+        "image",
+    )
     assert run(*quiet_line, "--strict", "--format", "json").exit_code == 0
     assert run(*quiet_line, "--fail-on", "warning", "--format", "json").exit_code == 0
 

@@ -114,9 +114,7 @@ def prepare(
     if line.quant_scheme:
         inputs.quant_scheme = line.quant_scheme
         inputs.sources["quant_scheme"] = "flag"
-    if line.install:
-        inputs.install = line.install
-        inputs.sources["install"] = "flag"
+    _install(inputs, line.install, environ)
     archs = line.architectures or req.architectures
     if archs:
         inputs.architectures = list(archs)
@@ -129,6 +127,24 @@ def prepare(
 """The most words one command line may hold (a real vllm serve line has < 200)."""
 MAX_WORD_BYTES = 1024 * 1024
 """The longest word (1 MiB): a --kernel-config JSON is a few hundred bytes."""
+
+
+INSTALL_VARIABLE = "KERNELCFG_INSTALL"
+"""The variable that stands for ``--install`` when the flag is not given."""
+
+
+def _install(inputs: Inputs, flag: str | None, environ: Mapping[str, str]) -> None:
+    """The install judged: ``--install``, else ``KERNELCFG_INSTALL`` (checked as the flag
+    is), else the default (``pip``, not given: verdicts then cover every install)."""
+    if flag:
+        inputs.install = flag
+        inputs.sources["install"] = "flag"
+        return
+    value = environ.get(INSTALL_VARIABLE, "")
+    if value:
+        argv_mod.check_choice("install", INSTALL_VARIABLE, value)
+        inputs.install = value
+        inputs.sources["install"] = "environment"
 
 
 def _check_size(args: Sequence[str]) -> None:

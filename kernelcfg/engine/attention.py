@@ -117,6 +117,7 @@ def _select(
         feature_key(model, feats),
         target,
         inputs.install,
+        inputs.install_given,
         tuple(sorted(inputs.env.items())),
     )
 
@@ -127,8 +128,8 @@ def _select(
         }
         chosen = picks[inputs.install]
         return (
-            selection_data(model, chosen, picks, inputs.install, target),
-            _problem(model, requested, chosen, picks, inputs.install, target),
+            selection_data(model, chosen, picks, inputs, target),
+            _problem(model, requested, chosen, picks, inputs, target),
         )
 
     data, problem = _ANSWERS.get(key, walk)
@@ -147,10 +148,11 @@ def selection_data(
     model: Selector,
     chosen: Selection,
     picks: dict[str, Selection],
-    install: str,
+    inputs: Inputs,
     target: Target,
 ) -> dict[str, Any]:
     """``selection.attention`` of the JSON output."""
+    install = inputs.install
     data: dict[str, Any] = {
         "requested": chosen.requested,
         "status": "selected" if chosen.status == "ignored" else chosen.status,
@@ -168,6 +170,7 @@ def selection_data(
             for c in chosen.candidates
         ],
         "install": install,
+        "install_given": inputs.install_given,
         "message": chosen.message,
     }
     outcomes = {name: _outcome(pick) for name, pick in picks.items()}
@@ -185,10 +188,12 @@ def _problem(
     requested: str | None,
     chosen: Selection,
     picks: dict[str, Selection],
-    install: str,
+    inputs: Inputs,
     target: Target,
 ) -> Problem | None:
-    """The one problem the selection makes, if any."""
+    """The one problem the selection makes, if any: refused under the install named, or
+    under every install, an error; under some installs only, a warning naming them."""
+    install = inputs.install
     flag = f"--attention-backend {requested}" if requested else "attention (auto)"
     works = [name for name, pick in picks.items() if pick.status != "error"]
     where = _where(target)
@@ -210,11 +215,12 @@ def _problem(
     if requested is None:
         reasons = ["no candidate is valid"]
     if works:
+        severity, refusing = inputs.refused_under(works)
         return Problem(
-            "warning",
+            severity,
             "attention-needs-install",
             "attention_backend",
-            f"{flag} on {where}: vLLM refuses it with --install {install} "
+            f"{flag} on {where}: vLLM refuses it with --install {refusing} "
             f"({'; '.join(reasons)}); with --install {' or '.join(works)} it may run",
         )
     return _refused(model, requested, chosen, reasons, where)

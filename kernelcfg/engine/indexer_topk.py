@@ -45,6 +45,7 @@ def topk_selection(
             for name, verdict, reason in chain
         ],
         "install": inputs.install,
+        "install_given": inputs.install_given,
         "message": None,
         "topk": topk,
         "by_rows": {band: backend for band, (backend, _) in bands.items()},

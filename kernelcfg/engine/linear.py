@@ -69,7 +69,14 @@ def linear_selection(
     if found is None or scheme not in found.data["scheme_layers"]:
         return None
     kinds = _layer_kinds(list(found.data["scheme_layers"][scheme]), inputs)
-    key = (release.version, tuple(kinds), target, inputs.install, tuple(sorted(inputs.env.items())))
+    key = (
+        release.version,
+        tuple(kinds),
+        target,
+        inputs.install,
+        inputs.install_given,
+        tuple(sorted(inputs.env.items())),
+    )
     data, problem = _ANSWERS.get(key, lambda: _select(found, scheme, kinds, inputs, target))
     if problem is not None:
         problems.append(problem)
@@ -112,6 +119,7 @@ def _select(
             for name, verdict, reason in first.trials
         ],
         "install": inputs.install,
+        "install_given": inputs.install_given,
         "message": None if agree else "the checkpoint's layer kind decides",
         "scheme": scheme,
         "layers": {kind: pick.kernel or "error" for kind, pick in chosen.items()},
@@ -129,12 +137,13 @@ def _select(
     ]
     said = [f"{n}: {gloss(r, here)}" for n, _, r in first.trials]
     reasons = first.message or "; ".join(said)
+    severity, refusing = inputs.refused_under(works)
     problem = Problem(
-        "warning" if works else "error",
+        severity,
         "linear-no-kernel",
         "linear_backend",
         f"linear layers ({scheme}) on {target.device}: vLLM finds no kernel with --install "
-        f"{inputs.install} ({reasons or 'no kernel in its list'})"
+        f"{refusing} ({reasons or 'no kernel in its list'})"
         + (f"; with --install {' or '.join(works)} it does" if works else ""),
     )
     return data, problem

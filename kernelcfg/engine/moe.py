@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kernelcfg.vllm.kernel_words import Where
     from kernelcfg.vllm.moe import Layout, MoeModel, Pick, Trial
 
-__all__ = ["all2all_problems", "moe_selection"]
+__all__ = ["all2all_problems", "explicit_problems", "moe_selection"]
 
 
 def moe_selection(
@@ -65,6 +65,7 @@ def moe_selection(
         ready.layer_key,
         target,
         inputs.install,
+        inputs.install_given,
         tuple(sorted(inputs.env.items())),
     )
     data, problem = _ANSWERS.get(key, lambda: _select(found, variants, why, layer, inputs, target))
@@ -179,6 +180,7 @@ def _depends(inputs: Inputs, message: str) -> dict[str, Any]:
         "value": None,
         "candidates": [],
         "install": inputs.install,
+        "install_given": inputs.install_given,
         "message": message,
     }
 
@@ -285,6 +287,7 @@ def _select(
             else []
         ),
         "install": inputs.install,
+        "install_given": inputs.install_given,
         "message": gloss(first.message, wheres[inputs.install])
         if agree
         else "the checkpoint's format decides",
@@ -308,7 +311,8 @@ def _select(
 def _problem(
     picks: Mapping[str, Mapping[str, Pick]], inputs: Inputs, target: Target, message: str | None
 ) -> Problem | None:
-    """An error when vLLM raises under every install, a warning when under this one."""
+    """An error when vLLM raises under the install named, or under every install; a
+    warning naming the installs that raise otherwise."""
     first = next(iter(picks[inputs.install].values()))
     if first.status != "error":
         return None
@@ -317,13 +321,15 @@ def _problem(
         for install, by_variant in picks.items()
         if all(p.status != "error" for p in by_variant.values())
     ]
+    severity, refusing = inputs.refused_under(works)
     return Problem(
-        "warning" if works else "error",
+        severity,
         "moe-no-kernel",
         "moe_backend",
-        f"MoE layers on {target.device}: with --install {inputs.install} vLLM raises while "
-        f"loading the model ({message or 'no MoE kernel supports the layer'})"
-        + (f"; with --install {' or '.join(works)} it picks a kernel" if works else ""),
+        f"MoE layers on {target.device}: with --install {refusing} vLLM raises while "
+        "loading the model"
+        + (f" (with --install {' or '.join(works)} it picks a kernel)" if works else "")
+        + f": {message or 'no MoE kernel supports the layer'}",
     )
 
 
@@ -359,3 +365,46 @@ def all2all_problems(
             + (f"; with --install {' or '.join(having)} it is" if having else ""),
         )
     ]
+
+
+def explicit_problems(
+    release: Release, inputs: Inputs, target: Target, value: str
+) -> list[Problem]:
+    """A ``--moe-backend`` value none of whose experts classes can run on the target under
+    the install (a library they need is not there) while under another install one can:
+    an error when the install was named, else a warning naming the installs that lack
+    it. The device itself is judged by the catalogue (``checks.constraints``)."""
+    from kernelcfg.vllm import moe
+
+    found = moe.model(release.version)
+    if found is None:
+        return []
+    wheres = _wheres(found, target, inputs)
+    works = [i for i in INSTALLS if _runs_somewhere(found, value, wheres[i])]
+    if not works or inputs.install in works:
+        return []
+    severity, refusing = inputs.refused_under(works)
+    return [
+        Problem(
+            severity,
+            "moe-backend-needs-install",
+            "moe_backend",
+            f"--moe-backend {value} on {target.device}: none of its kernels runs with "
+            f"--install {refusing} (a library it needs is not installed); with --install "
+            f"{' or '.join(works)} it may run",
+        )
+    ]
+
+
+def _runs_somewhere(found: MoeModel, value: str, where: Where) -> bool:
+    """Whether some experts class of ``value``, for some checkpoint format, passes its
+    device check (platform, capability, libraries) under ``where``."""
+    from kernelcfg.vllm.kernel_words import holds
+
+    experts = found.data["experts"]
+    return any(
+        holds(experts[cls]["supports"].get("current_device", True), where, {})
+        for oracle in found.data["oracles"].values()
+        for backend in oracle.get("values", {}).get(value) or ()
+        for cls in oracle["backend_classes"].get(backend, ())
+    )

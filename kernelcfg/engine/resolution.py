@@ -393,6 +393,10 @@ def _selections(
         kernel = linear_selection(release, inputs, target, config, result.problems)
         if kernel is not None:
             result.selection["linear_backend"] = kernel
+    if config.get("moe_backend", "auto") != "auto":
+        from kernelcfg.engine.moe import explicit_problems  # cold start
+
+        result.problems += explicit_problems(release, inputs, target, config["moe_backend"])
     if inputs.hf_config is not None:
         from kernelcfg.engine.moe import all2all_problems, moe_selection  # cold start
 

@@ -825,18 +825,24 @@ def _context(ctx: ContextOptions, name: str, value: str) -> None:
             )
         ctx.env[key] = val
     elif dest in ("quant_scheme", "install"):
-        noun, choices = _CONTEXT_CHOICES[dest]
-        allowed = choices()
-        if value not in allowed:
-            hint = closest(value, allowed)
-            raise ArgumentError(
-                f"{name}: unknown {noun} {bounded.shown(value)}; allowed: "
-                f"{', '.join(allowed)}" + (f" (did you mean {hint!r}?)" if hint else ""),
-                field=dest,
-            )
+        check_choice(dest, name, value)
         setattr(ctx, dest, value)
     else:
         setattr(ctx, dest, value)
+
+
+def check_choice(dest: str, name: str, value: str) -> None:
+    """Refuse a value of ``--quant-scheme`` or ``--install`` (or the variable ``name``
+    that stands for one) outside its list, naming the closest allowed value."""
+    noun, choices = _CONTEXT_CHOICES[dest]
+    allowed = choices()
+    if value not in allowed:
+        hint = closest(value, allowed)
+        raise ArgumentError(
+            f"{name}: unknown {noun} {bounded.shown(value)}; allowed: "
+            f"{', '.join(allowed)}" + (f" (did you mean {hint!r}?)" if hint else ""),
+            field=dest,
+        )
 
 
 def _schemes() -> tuple[str, ...]:

@@ -39,7 +39,16 @@ _PLATFORM = {
 _HASH = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}
 _SELECTION: dict[str, Any] = {
     "type": "object",
-    "required": ["requested", "status", "backend", "kernel", "value", "candidates", "install"],
+    "required": [
+        "requested",
+        "status",
+        "backend",
+        "kernel",
+        "value",
+        "candidates",
+        "install",
+        "install_given",
+    ],
     "properties": {
         "requested": _STR,
         "status": {"enum": ["selected", "no_kernel", "error", "depends"]},
@@ -59,6 +68,7 @@ _SELECTION: dict[str, Any] = {
             },
         },
         "install": {"enum": ["pip", "image", "minimal", "all"]},
+        "install_given": {"type": "boolean"},
         "message": _STR_OR_NULL,
         "by_install": {"type": "object", "additionalProperties": _STR},
     },

@@ -8,8 +8,9 @@ already checked against their choices.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from kernelcfg.base.problems import Problem
 
@@ -106,3 +107,18 @@ class Inputs:
     """The ``vllm serve`` options given that do not bear on kernels, with their source."""
     notes: list[Problem] = field(default_factory=list)
     """Warnings and notes from reading the flags (lost YAML ``false``, ignored flags)."""
+
+    @property
+    def install_given(self) -> bool:
+        """Whether the install was named (``--install`` or ``KERNELCFG_INSTALL``): then a
+        verdict is certain for it alone; otherwise it must hold under every install."""
+        return self.sources.get("install") in ("flag", "environment")
+
+    def refused_under(self, works: Sequence[str]) -> tuple[Literal["error", "warning"], str]:
+        """How a layer or backend that vLLM refuses under this install is reported, given
+        the installs under which it runs (``works``): an error when the install was named
+        or none runs it, else a warning; and the installs to name as refusing (the one
+        named, else every one that refuses)."""
+        if self.install_given or not works:
+            return "error", self.install
+        return "warning", " or ".join(i for i in INSTALLS if i not in works)

@@ -1,0 +1,120 @@
+"""One verdict rule for installs: with ``--install`` (or ``KERNELCFG_INSTALL``) the verdict
+is certain for that install, an error naming the installs under which it would run;
+without it, an error only when every install refuses, else a warning naming those that
+refuse. The JSON says which (``install``, ``install_given``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelcfg.commands import pipeline
+from kernelcfg.engine.resolution import Resolution
+from kernelcfg.vllm.inputs import Inputs
+
+from .cli_helpers import run
+
+pytestmark = pytest.mark.cli
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT_OSS = str(ROOT / "docs" / "examples" / "gpt-oss-20b")
+V100_GPT_OSS = ["--vllm-version", "0.34.0", "--device", "v100", "--hf-config-path", GPT_OSS]
+B200_TRTLLM = ["--vllm-version", "0.34.0", "--device", "b200", "--moe-backend", "flashinfer_trtllm"]
+
+
+def _problems(result: Resolution | pipeline.Failure, code: str) -> list[tuple[str, str]]:
+    assert not isinstance(result, pipeline.Failure)
+    return [(p.severity, p.message) for p in result.problems if p.code == code]
+
+
+def test_a_layer_no_kernel_serves_under_the_install_named_is_an_error() -> None:
+    """gpt-oss on a V100: only ``--install all`` has an MoE kernel (emulation)."""
+    out = run("resolve", *V100_GPT_OSS, "--install", "image")
+    assert out.exit_code == 1
+    assert "error: MoE layers on Tesla V100-SXM2-32GB: with --install image" in out.stderr
+    (found,) = _problems(
+        pipeline.resolve_args([*V100_GPT_OSS, "--install", "image"]), "moe-no-kernel"
+    )
+    assert found[0] == "error"
+    assert "vLLM raises while loading the model (with --install all it picks a kernel)" in found[1]
+    assert run("why", "moe", *V100_GPT_OSS, "--install", "image").exit_code == 1
+    data = run("resolve", *V100_GPT_OSS, "--install", "image", "--format", "json").json()
+    selection = data["selection"]["moe_backend"]
+    assert (selection["install"], selection["install_given"]) == ("image", True)
+
+
+def test_the_environment_variable_names_the_install() -> None:
+    out = run("resolve", *V100_GPT_OSS, "--format", "json", env={"KERNELCFG_INSTALL": "image"})
+    assert out.exit_code == 1
+    selection = out.json()["selection"]["moe_backend"]
+    assert (selection["install"], selection["install_given"]) == ("image", True)
+    flag_wins = run("resolve", *V100_GPT_OSS, "--install", "all", env={"KERNELCFG_INSTALL": "pip"})
+    assert flag_wins.exit_code == 0
+
+
+def test_a_bad_environment_install_is_refused_as_the_flag_is() -> None:
+    out = run("resolve", "--device", "h100", env={"KERNELCFG_INSTALL": "imag"})
+    assert out.exit_code == 2
+    assert "KERNELCFG_INSTALL: unknown install 'imag'" in out.stderr
+    assert "(did you mean 'image'?)" in out.stderr
+
+
+def test_without_an_install_a_layer_some_install_serves_is_a_warning() -> None:
+    result = pipeline.resolve_args(V100_GPT_OSS)
+    (found,) = _problems(result, "moe-no-kernel")
+    assert found[0] == "warning"
+    assert "with --install pip or image or minimal vLLM raises" in found[1]
+    assert not isinstance(result, pipeline.Failure)
+    assert result.selection["moe_backend"]["install_given"] is False
+    assert run("resolve", *V100_GPT_OSS).exit_code == 0
+
+
+def test_refused_under_every_install_is_an_error_named_or_not() -> None:
+    named = Inputs(install="image", sources={"install": "environment"})
+    assert named.refused_under(["all"]) == ("error", "image")
+    assert Inputs().refused_under([]) == ("error", "pip")
+    assert Inputs().refused_under(["image", "all"]) == ("warning", "pip or minimal")
+
+
+def test_a_named_moe_backend_the_install_cannot_run_is_an_error() -> None:
+    out = run("resolve", *B200_TRTLLM, "--install", "minimal")
+    assert out.exit_code == 1
+    assert (
+        "error: --moe-backend flashinfer_trtllm on NVIDIA B200: none of its kernels runs with "
+        "--install minimal" in out.stderr
+    )
+    assert "with --install image or all it may run" in out.stderr
+    assert run("resolve", *B200_TRTLLM, "--install", "image").exit_code == 0
+
+
+def test_without_an_install_a_named_moe_backend_some_install_runs_is_a_warning() -> None:
+    (found,) = _problems(pipeline.resolve_args(B200_TRTLLM), "moe-backend-needs-install")
+    assert found[0] == "warning"
+    assert "--install pip or minimal" in found[1]
+    assert run("resolve", *B200_TRTLLM).exit_code == 0
+
+
+def test_a_backend_every_install_has_makes_no_install_problem() -> None:
+    flags = [*B200_TRTLLM[:-1], "triton", "--install", "minimal"]
+    assert _problems(pipeline.resolve_args(flags), "moe-backend-needs-install") == []
+
+
+def test_an_attention_backend_the_install_named_refuses_is_an_error() -> None:
+    """FlashInfer serves gpt-oss's sinks on an RTX PRO 6000 only through TensorRT-LLM
+    kernels, which ``pip install vllm`` cannot use (README)."""
+    flags = [
+        "--device",
+        "rtx-pro-6000",
+        "--hf-config-path",
+        GPT_OSS,
+        "--attention-backend",
+        "FLASHINFER",
+    ]
+    (unnamed,) = _problems(pipeline.resolve_args(flags), "attention-needs-install")
+    assert unnamed[0] == "warning"
+    (named,) = _problems(
+        pipeline.resolve_args([*flags, "--install", "pip"]), "attention-needs-install"
+    )
+    assert named[0] == "error"
+    assert "with --install image or all it may run" in named[1]
