@@ -252,3 +252,17 @@ def test_backends_and_explain_commands() -> None:
     bad = run("explain", "moe_backend=flashinfer_trtlm")
     assert bad.exit_code == 2
     assert "did you mean 'flashinfer_trtllm'" in bad.stderr
+
+
+@pytest.mark.parametrize("device", ["h100", "b200", "rtx-pro-6000"])
+def test_deep_gemm_mega_moe_without_a_quantisation_is_no_error_in_0_34(device: str) -> None:
+    """vLLM 0.34.0's Muse-Spark MegaMoE path (BF16/NVFP4) checks neither the GPU nor
+    expert parallelism: with the quantisation unknown, vLLM does not certainly refuse."""
+    verdict = constraints.check(
+        "moe_backend", "deep_gemm_mega_moe", constraints.Context(PRESETS[device], "0.34.0")
+    )
+    assert verdict.status != "cannot-run", verdict.reason
+    older = constraints.check(
+        "moe_backend", "deep_gemm_mega_moe", constraints.Context(PRESETS["h100"], "0.33.0")
+    )
+    assert older.status == "cannot-run", older.reason

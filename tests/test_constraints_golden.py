@@ -1,5 +1,5 @@
-"""Explicit backend verdicts against vLLM 0.33.0's own support checks, executed on
-simulated targets (``golden/vllm-0.33.0/constraints.json``).
+"""Explicit backend verdicts against vLLM 0.33.0's and 0.34.0's own support checks,
+executed on simulated targets (``golden/vllm-X.Y.Z/constraints.json``).
 
 The rule that matters: kernelcfg never says "error" where vLLM would start (a false
 error stops a deployment that works), and it says "error" wherever every way vLLM can
@@ -21,22 +21,34 @@ from .conftest import golden
 
 pytestmark = pytest.mark.golden
 
-DATA = golden("0.33.0", "constraints")
+RELEASES = ("0.33.0", "0.34.0")
+DATA = {version: golden(version, "constraints") for version in RELEASES}
+CASES = [(version, case) for version in RELEASES for case in DATA[version]["cases"]]
+
+KNOWN_GAPS = {
+    ("0.34.0", "h100", "linear_backend", "exllama", "w4a8_fp8"): (
+        "0.34.0 raises at model load when an explicit mixed-precision linear kernel cannot "
+        "implement the scheme (ExllamaLinearKernel: float16 activations only); kernelcfg "
+        "still takes an unserved scheme as a fallback, as 0.33.0 does"
+    ),
+}
+"""Cases kernelcfg does not yet get right, each with why (strict: fixing one fails the
+test until it is taken off this list)."""
 
 
-def _target(name: str) -> Target:
+def _target(version: str, name: str) -> Target:
     """The kernelcfg preset that stands for a golden target (same kind and device)."""
-    spec = DATA["meta"]["targets"][name]
+    spec = DATA[version]["meta"]["targets"][name]
     for preset in PRESETS.values():
         if preset.kind == spec["kind"] and preset.device == spec["device_name"]:
             return preset
     raise AssertionError(f"no preset for golden target {name}: {spec}")
 
 
-def _severity(case: dict[str, Any]) -> str:
+def _severity(version: str, case: dict[str, Any]) -> str:
     ctx = Context(
-        _target(case["device"]),
-        "0.33.0",
+        _target(version, case["device"]),
+        version,
         case["quantization"],
         expert_parallel=case["expert_parallel"],
     )
@@ -44,25 +56,38 @@ def _severity(case: dict[str, Any]) -> str:
     return "ok" if problem is None else problem.severity
 
 
+def _gap(version: str, case: dict[str, Any]) -> str | None:
+    key = (version, case["device"], case["field"], case["value"], case["quantization"])
+    return KNOWN_GAPS.get(key)
+
+
 @pytest.mark.parametrize(
-    "case",
-    DATA["cases"],
+    ("version", "case"),
+    [
+        pytest.param(v, c, marks=pytest.mark.xfail(reason=str(_gap(v, c)), strict=True))
+        if _gap(v, c)
+        else (v, c)
+        for v, c in CASES
+    ],
     ids=[
-        f"{c['device']}:{c['field']}={c['value']}:q={c['quantization']}:ep={c['expert_parallel']}"
-        for c in DATA["cases"]
+        f"{v}:{c['device']}:{c['field']}={c['value']}:q={c['quantization']}:"
+        f"ep={c['expert_parallel']}"
+        for v, c in CASES
     ],
 )
-def test_error_exactly_where_vllm_refuses(case: dict[str, Any]) -> None:
-    mine = _severity(case)
+def test_error_exactly_where_vllm_refuses(version: str, case: dict[str, Any]) -> None:
+    mine = _severity(version, case)
     if case["expected"] == "error":
         assert mine == "error", case["reason"]
     else:
         assert mine != "error", case["reason"]
 
 
-def test_most_verdicts_agree_in_emphasis_too() -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_most_verdicts_agree_in_emphasis_too(version: str) -> None:
     """A note (``info``) stands for either; the known gap is a note where vLLM needs an
     optional library (FlashInfer's kernels, say), which ``--install`` will tell apart."""
     agree = {"error": {"error"}, "warning": {"warning", "info"}, "ok": {"ok", "info"}}
-    same = sum(_severity(c) in agree[c["expected"]] for c in DATA["cases"])
-    assert same / len(DATA["cases"]) >= 0.85, same
+    cases = DATA[version]["cases"]
+    same = sum(_severity(version, c) in agree[c["expected"]] for c in cases)
+    assert same / len(cases) >= 0.85, same

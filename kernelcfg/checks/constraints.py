@@ -516,7 +516,11 @@ class _Walk:
         if not outcome.ok:
             self.failures.append((scheme, outcome))
             return
-        failed, extra = _extra(merged if single else self.rule, value, self.ctx)
+        # a scheme's own requirements decide whether it fails; when the scheme is not
+        # known, only the value's shared ones are named as still unknown
+        failed, extra = _extra(merged, value, self.ctx)
+        if not single:
+            extra = _extra(self.rule, value, self.ctx)[1]
         if failed:
             self.failures.append((scheme, _Outcome(False, failed)))
             return
