@@ -379,8 +379,8 @@ def explicit_problems(
     found = moe.model(release.version)
     if found is None:
         return []
-    wheres = _wheres(found, target, inputs)
-    works = [i for i in INSTALLS if _runs_somewhere(found, value, wheres[i])]
+    key = (release.version, value, target, tuple(sorted(inputs.env.items())))
+    works = _WORKS.get(key, lambda: _installs_running(found, value, target, inputs))
     if not works or inputs.install in works:
         return []
     severity, refusing = inputs.refused_under(works)
@@ -394,6 +394,18 @@ def explicit_problems(
             f"{' or '.join(works)} it may run",
         )
     ]
+
+
+_WORKS: Answers[tuple[Any, ...], list[str]] = Answers(4096, text=LARGE)
+"""The installs under which a ``--moe-backend`` value may run, by release, value, target
+and environment: a batch names the same value line after line (the walk over every
+experts class was a fifth of a batch line's time, ``make bench``)."""
+
+
+def _installs_running(found: MoeModel, value: str, target: Target, inputs: Inputs) -> list[str]:
+    """The installs under which some experts class of ``value`` passes its device check."""
+    wheres = _wheres(found, target, inputs)
+    return [i for i in INSTALLS if _runs_somewhere(found, value, wheres[i])]
 
 
 def _runs_somewhere(found: MoeModel, value: str, where: Where) -> bool:
