@@ -356,6 +356,7 @@ _PREDICATES: dict[str, Callable[[_Context, Any], Tri]] = {
     "fa_mla": lambda c, v: (c.fa_available(3) and c.p.major == 9) == v,
     "rdna": lambda c, v: rdna(c.p.arch) == v,
     "gfx12": lambda c, v: (rdna(c.p.arch) and "gfx12" in (c.p.arch or "")) == v,
+    "arch_in": lambda c, v: None if c.p.arch is None else any(a in c.p.arch for a in v),
     "aiter_supported": lambda c, v: c.aiter() == v,
     "aiter_mla": lambda c, v: c.aiter("VLLM_ROCM_USE_AITER_MLA") == v,
     "aiter_mha": lambda c, v: c.aiter("VLLM_ROCM_USE_AITER_MHA") == v,
@@ -571,13 +572,14 @@ class Selector:
     def priorities(self, features: Features, platform: Platform) -> list[str] | None:
         """The platform's candidates in order (``None``: they depend on what is unknown)."""
         ctx = _Context(features, platform, self.data)
-        lists = self.data["platforms"].get(platform.kind, {}).get("priorities", [])
-        for entry in lists:
+        facts = self.data["platforms"].get(platform.kind, {})
+        for entry in facts.get("priorities", []):
             answer = holds(entry["when"], ctx)
             if answer is None:
                 return None
             if answer:
-                return self._entries(entry["order"], ctx)
+                order = self._entries(entry["order"], ctx)
+                return None if order is None else _swapped(order, facts.get("swaps", []), ctx)
         return []
 
     @staticmethod
@@ -655,6 +657,23 @@ class Selector:
             tuple(checks),
             f"No valid attention backend found for {platform.device_name}. Reasons: {{{reasons}}}.",
         )
+
+
+def _swapped(order: list[str], swaps: list[Mapping[str, Any]], ctx: _Context) -> list[str] | None:
+    """The list after the platform's in-place swaps (ROCm 0.34.0 on gfx1100 and gfx1201:
+    TRITON_ATTN takes ROCM_ATTN's place and back, every other backend keeps its own),
+    each made when both backends are listed and its condition holds."""
+    for swap in swaps:
+        first, second = swap["backends"]
+        if first not in order or second not in order:
+            continue
+        answer = holds(swap["when"], ctx)
+        if answer is None:
+            return None
+        if answer:
+            i, j = order.index(first), order.index(second)
+            order[i], order[j] = second, first
+    return order
 
 
 def _cpu(listed: list[str], requested: str | None, f: Features) -> Selection:
