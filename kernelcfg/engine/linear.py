@@ -162,7 +162,8 @@ def explicit_problems(
     scheme = _scheme(inputs)
     layers = found.data["scheme_layers"].get(scheme) if scheme else None
     kinds = _layer_kinds(list(layers), inputs) if layers else list(found.data["layers"])
-    works = [i for i in INSTALLS if _runs(found, kinds, value, _where(found, target, inputs, i))]
+    key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
+    works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
     if not works or inputs.install in works:
         return []
     severity, refusing = inputs.refused_under(works)
@@ -176,6 +177,20 @@ def explicit_problems(
             f"{' or '.join(works)} it may run",
         )
     ]
+
+
+_WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(256, text=LARGE)
+"""The installs under which a named linear backend runs, per question already asked in
+this process (a batch asks the same one line after line)."""
+
+
+def _works(
+    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs
+) -> tuple[str, ...]:
+    """The installs under which ``value`` runs for one of the layer kinds."""
+    return tuple(
+        i for i in INSTALLS if _runs(found, kinds, value, _where(found, target, inputs, i))
+    )
 
 
 def _where(found: Any, target: Target, inputs: Inputs, install: str) -> Any:
