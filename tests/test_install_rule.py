@@ -72,9 +72,10 @@ def test_without_an_install_a_layer_some_install_serves_is_a_warning() -> None:
 
 def test_refused_under_every_install_is_an_error_named_or_not() -> None:
     named = Inputs(install="image", sources={"install": "environment"})
-    assert named.refused_under(["all"]) == ("error", "image")
-    assert Inputs().refused_under([]) == ("error", "pip")
-    assert Inputs().refused_under(["image", "all"]) == ("warning", "pip or minimal")
+    assert named.refused_under(["all"]) == ("error", "with --install image")
+    assert Inputs().refused_under([]) == ("error", "under every install")
+    assert named.refused_under([]) == ("error", "under every install")
+    assert Inputs().refused_under(["image", "all"]) == ("warning", "with --install pip or minimal")
 
 
 def test_a_named_moe_backend_the_install_cannot_run_is_an_error() -> None:
@@ -118,3 +119,70 @@ def test_an_attention_backend_the_install_named_refuses_is_an_error() -> None:
     )
     assert named[0] == "error"
     assert "with --install image or all it may run" in named[1]
+
+
+B200_CUTLASS = [
+    "--vllm-version",
+    "0.34.0",
+    "--device",
+    "b200",
+    "--linear-backend",
+    "flashinfer_cutlass",
+]
+
+
+def test_a_named_linear_backend_the_install_cannot_run_is_an_error() -> None:
+    """FlashInfer is in the official image, not in ``pip install vllm`` (linear-0.34.0.json)."""
+    out = run("resolve", *B200_CUTLASS, "--install", "minimal")
+    assert out.exit_code == 1
+    assert (
+        "error: --linear-backend flashinfer_cutlass on NVIDIA B200: none of its kernels runs "
+        "with --install minimal" in out.stderr
+    )
+    assert "with --install image or all it may run" in out.stderr
+    assert run("resolve", *B200_CUTLASS, "--install", "image").exit_code == 0
+
+
+def test_without_an_install_a_named_linear_backend_some_install_runs_is_a_warning() -> None:
+    (found,) = _problems(pipeline.resolve_args(B200_CUTLASS), "linear-backend-needs-install")
+    assert found[0] == "warning"
+    assert "runs with --install pip or minimal" in found[1]
+    assert run("resolve", *B200_CUTLASS).exit_code == 0
+
+
+def test_a_named_linear_backend_is_judged_for_the_checkpoint_scheme() -> None:
+    """DeepGEMM needs nvcc 12.9, which ``pip install vllm`` lacks; a scheme the value has
+    no kernel for falls back to vLLM's own walk (it warns), so no install refuses it."""
+    flags = ["--vllm-version", "0.34.0", "--device", "h100", "--linear-backend", "deep_gemm"]
+    block = [*flags, "--quant-scheme", "fp8_block", "--install", "pip"]
+    (found,) = _problems(pipeline.resolve_args(block), "linear-backend-needs-install")
+    assert found[0] == "error"
+    assert "with --install image or all it may run" in found[1]
+    int8 = [*flags, "--quant-scheme", "int8_w8a8", "--install", "pip"]
+    assert _problems(pipeline.resolve_args(int8), "linear-backend-needs-install") == []
+
+
+def test_why_follows_the_rule_without_an_install() -> None:
+    """Only ``--install all`` serves gpt-oss's MoE on a V100: without ``--install`` that is
+    a warning (exit 0) naming the installs that refuse and the one that runs."""
+    out = run("why", "moe", *V100_GPT_OSS)
+    assert out.exit_code == 0
+    assert (
+        "warning: vLLM raises with --install pip or image or minimal; with --install all it runs"
+        in out.stdout
+    )
+    named = run("why", "moe", *V100_GPT_OSS, "--install", "image")
+    assert named.exit_code == 1
+    assert "error: vLLM raises with --install pip or image or minimal" in named.stdout
+
+
+def test_nothing_works_without_an_install_says_every_install() -> None:
+    """No linear kernel takes w4a8_fp8 on a V100 under any install."""
+    flags = ["--vllm-version", "0.34.0", "--device", "v100", "--quant-scheme", "w4a8_fp8"]
+    out = run("resolve", *flags)
+    assert out.exit_code == 1
+    assert "vLLM finds no kernel under every install" in out.stderr
+    assert "--install pip" not in out.stderr
+    why = run("why", "linear", *flags)
+    assert why.exit_code == 1
+    assert "error: vLLM raises under every install" in why.stdout

@@ -41,6 +41,14 @@ _NEEDS = {
     "config.json) and --sparse-indexer-topk-backend left on auto",
 }
 
+_VERDICTS = {
+    "attention": ("attention-needs-install", "attention-no-backend", "attention-backend-refused"),
+    "moe_backend": ("moe-no-kernel",),
+    "linear_backend": ("linear-no-kernel",),
+}
+"""The codes of the problem that carries a field's verdict under the install rule (an
+error, or a warning naming the installs that refuse), per ``selection`` key."""
+
 
 @app.command(
     context_settings=VLLM_FLAGS_PASS_THROUGH,
@@ -72,7 +80,9 @@ def why(
 
     The same walk as resolve's `selection` (JSON) and `--explain-sources` (table), for
     one field, in plain words; other installs (--install) are named where they pick
-    differently. Exit 1 when vLLM finds nothing (it would raise while loading the model).
+    differently. Exit 1 when vLLM finds nothing (it would raise while loading the model)
+    under the install named (--install), or, with none named, under every install; where
+    only some installs refuse, a warning names them and those that run (exit 0).
     """
     from kernelcfg.commands import pipeline
     from kernelcfg.flags import model_config
@@ -89,7 +99,7 @@ def why(
     picked = result.selection.get(key)
     if picked is None:
         raise refuse(f"why {key}: nothing to walk; give {_NEEDS[key]}", 2)
-    code = 1 if picked["status"] == "error" else 0
+    code, said = _verdict(key, picked, result)
     if fmt is ListFormat.json:
         write_json(
             {
@@ -100,8 +110,30 @@ def why(
             }
         )
         raise typer.Exit(code)
-    write_text("\n".join(one_line(line) for line in _words(key, picked, result)) + "\n")
+    lines = [*_words(key, picked, result), *said]
+    write_text("\n".join(one_line(line) for line in lines) + "\n")
     raise typer.Exit(code)
+
+
+def _verdict(key: str, picked: dict[str, Any], result: Any) -> tuple[int, list[str]]:
+    """Where vLLM finds nothing: the exit code by the install rule (1 when its problem is
+    an error: the install was named, or every install refuses; 0 when a warning) and a
+    line naming the installs that refuse and those that run."""
+    if picked["status"] != "error":
+        return 0, []
+    codes = _VERDICTS.get(key, ())
+    found = [p for p in result.problems if p.code in codes]
+    severity = "warning" if found and all(p.severity != "error" for p in found) else "error"
+    outcomes = picked.get("by_install") or {}
+    works = [i for i, said in outcomes.items() if "error" not in said.split("/")]
+    refusing = [i for i in outcomes if i not in works]
+    line = (
+        f"{severity}: vLLM raises with --install {' or '.join(refusing)}; with --install "
+        f"{' or '.join(works)} it runs"
+        if works
+        else f"{severity}: vLLM raises under every install"
+    )
+    return (1 if severity == "error" else 0), [line]
 
 
 def _words(key: str, picked: dict[str, Any], result: Any) -> list[str]:

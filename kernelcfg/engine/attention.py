@@ -220,7 +220,7 @@ def _problem(
             severity,
             "attention-needs-install",
             "attention_backend",
-            f"{flag} on {where}: vLLM refuses it with --install {refusing} "
+            f"{flag} on {where}: vLLM refuses it {refusing} "
             f"({'; '.join(reasons)}); with --install {' or '.join(works)} it may run",
         )
     return _refused(model, requested, chosen, reasons, where)

@@ -18,7 +18,7 @@ from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
-__all__ = ["linear_selection"]
+__all__ = ["explicit_problems", "linear_selection"]
 
 
 def _layer_kinds(kinds: list[str], inputs: Inputs) -> list[str]:
@@ -95,10 +95,7 @@ def _select(
     """Walk every layer kind under every install; the data and the problem, if any."""
     from kernelcfg.vllm.glosses import gloss
 
-    wheres = {
-        install: found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env)
-        for install in INSTALLS
-    }
+    wheres = {install: _where(found, target, inputs, install) for install in INSTALLS}
     picks = {
         install: {kind: found.pick(kind, where) for kind in kinds}
         for install, where in wheres.items()
@@ -142,8 +139,68 @@ def _select(
         severity,
         "linear-no-kernel",
         "linear_backend",
-        f"linear layers ({scheme}) on {target.device}: vLLM finds no kernel with --install "
-        f"{refusing} ({reasons or 'no kernel in its list'})"
+        f"linear layers ({scheme}) on {target.device}: vLLM finds no kernel {refusing} "
+        f"({reasons or 'no kernel in its list'})"
         + (f"; with --install {' or '.join(works)} it does" if works else ""),
     )
     return data, problem
+
+
+def explicit_problems(
+    release: Release, inputs: Inputs, target: Target, value: str
+) -> list[Problem]:
+    """A ``--linear-backend`` value whose kernels cannot run on the target under the
+    install (a library they need is not there) while under another install one can: an
+    error when the install was named, else a warning naming the installs that refuse.
+    The layer kinds walked are the scheme's where it is known, else every kind (for
+    some checkpoint, one may run); the device itself is judged by the catalogue."""
+    from kernelcfg.vllm.linear import model
+
+    found = model(release.version)
+    if found is None:
+        return []
+    scheme = _scheme(inputs)
+    layers = found.data["scheme_layers"].get(scheme) if scheme else None
+    kinds = _layer_kinds(list(layers), inputs) if layers else list(found.data["layers"])
+    key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
+    works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
+    if not works or inputs.install in works:
+        return []
+    severity, refusing = inputs.refused_under(works)
+    return [
+        Problem(
+            severity,
+            "linear-backend-needs-install",
+            "linear_backend",
+            f"--linear-backend {value} on {target.device}: none of its kernels runs "
+            f"{refusing} (a library it needs is not installed); with --install "
+            f"{' or '.join(works)} it may run",
+        )
+    ]
+
+
+_WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(256, text=LARGE)
+"""The installs under which a named linear backend runs, per question already asked in
+this process (a batch asks the same one line after line)."""
+
+
+def _works(
+    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs
+) -> tuple[str, ...]:
+    """The installs under which ``value`` runs for one of the layer kinds."""
+    return tuple(
+        i for i in INSTALLS if _runs(found, kinds, value, _where(found, target, inputs, i))
+    )
+
+
+def _where(found: Any, target: Target, inputs: Inputs, install: str) -> Any:
+    """The target under one install, with the engine's environment."""
+    return found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env)
+
+
+def _runs(found: Any, kinds: list[str], value: str, where: Any) -> bool:
+    """Whether, for one of the layer kinds, vLLM's walk narrowed to ``value`` takes a
+    kernel under ``where`` (a kind with no kernel of ``value`` falls back to auto and is
+    no verdict on it)."""
+    picks = [found.pick_named(kind, where, value) for kind in kinds]
+    return any(p is not None and p.status == "selected" for p in picks)

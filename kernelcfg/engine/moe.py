@@ -326,7 +326,7 @@ def _problem(
         severity,
         "moe-no-kernel",
         "moe_backend",
-        f"MoE layers on {target.device}: with --install {refusing} vLLM raises while "
+        f"MoE layers on {target.device}: {refusing} vLLM raises while "
         "loading the model"
         + (f" (with --install {' or '.join(works)} it picks a kernel)" if works else "")
         + f": {message or 'no MoE kernel supports the layer'}",
@@ -389,8 +389,8 @@ def explicit_problems(
             severity,
             "moe-backend-needs-install",
             "moe_backend",
-            f"--moe-backend {value} on {target.device}: none of its kernels runs with "
-            f"--install {refusing} (a library it needs is not installed); with --install "
+            f"--moe-backend {value} on {target.device}: none of its kernels runs "
+            f"{refusing} (a library it needs is not installed); with --install "
             f"{' or '.join(works)} it may run",
         )
     ]

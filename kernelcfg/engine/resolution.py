@@ -393,6 +393,10 @@ def _selections(
         kernel = linear_selection(release, inputs, target, config, result.problems)
         if kernel is not None:
             result.selection["linear_backend"] = kernel
+    if config.get("linear_backend", "auto") != "auto":
+        from kernelcfg.engine.linear import explicit_problems as linear_problems
+
+        result.problems += linear_problems(release, inputs, target, config["linear_backend"])
     if config.get("moe_backend", "auto") != "auto":
         from kernelcfg.engine.moe import explicit_problems  # cold start
 

@@ -117,8 +117,11 @@ class Inputs:
     def refused_under(self, works: Sequence[str]) -> tuple[Literal["error", "warning"], str]:
         """How a layer or backend that vLLM refuses under this install is reported, given
         the installs under which it runs (``works``): an error when the install was named
-        or none runs it, else a warning; and the installs to name as refusing (the one
-        named, else every one that refuses)."""
-        if self.install_given or not works:
-            return "error", self.install
-        return "warning", " or ".join(i for i in INSTALLS if i not in works)
+        or none runs it, else a warning; and where it is refused, as words to follow the
+        subject (``with --install`` the one named, else every one that refuses; ``under
+        every install`` when none runs it)."""
+        if not works:
+            return "error", "under every install"
+        if self.install_given:
+            return "error", f"with --install {self.install}"
+        return "warning", "with --install " + " or ".join(i for i in INSTALLS if i not in works)

@@ -124,6 +124,25 @@ class LinearModel:
         a few hundred at most: a batch asks the same question line after line)."""
         return self._picks.get((layer_kind, where.key), lambda: self._pick(layer_kind, where))
 
+    def pick_named(self, layer_kind: str, where: Where, backend: str) -> Pick | None:
+        """What vLLM takes for one layer kind on ``where`` with ``--linear-backend
+        backend``: the walk over the list narrowed to that backend's kernels; ``None``
+        where the list has none of them (vLLM warns and walks the whole list, as on
+        auto)."""
+        layer = self.data["layers"][layer_kind]
+        chooser = self.data["selectors"][layer["selector"]]
+        if "dispatch" in chooser:
+            return None
+        candidates = self._candidates(chooser, where)
+        if chooser["list"] == "nvfp4" and layer.get("a16"):
+            candidates = [
+                k for k in candidates if k in self.data["nvfp4_w4a16_rule"]["a16_kernels"]
+            ]
+        named = [
+            k for k in candidates if backend in self.kernels[k].get("linear_backend_values", ())
+        ]
+        return self._walk(named, where, layer, chooser) if named else None
+
     def _pick(self, layer_kind: str, where: Where) -> Pick:
         layer = self.data["layers"][layer_kind]
         chooser = self.data["selectors"][layer["selector"]]
@@ -136,6 +155,16 @@ class LinearModel:
                 return forced
             rule = self.data["nvfp4_w4a16_rule"]
             candidates = [k for k in candidates if k in rule["a16_kernels"]]
+        return self._walk(candidates, where, layer, chooser)
+
+    def _walk(
+        self,
+        candidates: list[str],
+        where: Where,
+        layer: Mapping[str, Any],
+        chooser: Mapping[str, Any],
+    ) -> Pick:
+        """The first of ``candidates`` whose checks pass, with every kernel tried."""
         trials: list[Trial] = []
         for name in candidates:
             ok, stage, why = self._check(
