@@ -179,7 +179,7 @@ def explicit_problems(
     ]
 
 
-_WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(256, text=LARGE)
+_WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(4096, text=LARGE)
 """The installs under which a named linear backend runs, per question already asked in
 this process (a batch asks the same one line after line)."""
 
