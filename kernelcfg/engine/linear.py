@@ -164,19 +164,7 @@ def explicit_problems(
     kinds = _layer_kinds(list(layers), inputs) if layers else list(found.data["layers"])
     key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
     works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
-    if not works or inputs.install in works:
-        return []
-    severity, refusing = inputs.refused_under(works)
-    return [
-        Problem(
-            severity,
-            "linear-backend-needs-install",
-            "linear_backend",
-            f"--linear-backend {value} on {target.device}: none of its kernels runs "
-            f"{refusing} (a library it needs is not installed); with --install "
-            f"{' or '.join(works)} it may run",
-        )
-    ]
+    return inputs.named_backend_problems("linear_backend", value, target.device, works)
 
 
 _WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(4096, text=LARGE)

@@ -381,19 +381,7 @@ def explicit_problems(
         return []
     key = (release.version, value, target, tuple(sorted(inputs.env.items())))
     works = _WORKS.get(key, lambda: _installs_running(found, value, target, inputs))
-    if not works or inputs.install in works:
-        return []
-    severity, refusing = inputs.refused_under(works)
-    return [
-        Problem(
-            severity,
-            "moe-backend-needs-install",
-            "moe_backend",
-            f"--moe-backend {value} on {target.device}: none of its kernels runs "
-            f"{refusing} (a library it needs is not installed); with --install "
-            f"{' or '.join(works)} it may run",
-        )
-    ]
+    return inputs.named_backend_problems("moe_backend", value, target.device, works)
 
 
 _WORKS: Answers[tuple[Any, ...], list[str]] = Answers(4096, text=LARGE)

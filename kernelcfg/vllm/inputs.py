@@ -114,6 +114,27 @@ class Inputs:
         verdict is certain for it alone; otherwise it must hold under every install."""
         return self.sources.get("install") in ("flag", "environment")
 
+    def named_backend_problems(
+        self, field: str, value: str, device: str, works: Sequence[str]
+    ) -> list[Problem]:
+        """The problem of a backend named by flag (``--moe-backend``, ``--linear-backend``)
+        that runs under the installs ``works`` only (none when no install can run it: the
+        catalogue judges the device itself, or when this install can)."""
+        if not works or self.install in works:
+            return []
+        severity, refusing = self.refused_under(works)
+        flag = "--" + field.replace("_", "-")
+        return [
+            Problem(
+                severity,
+                f"{field.split('_', maxsplit=1)[0]}-backend-needs-install",
+                field,
+                f"{flag} {value} on {device}: none of its kernels runs {refusing} (a "
+                f"library it needs is not installed); with --install {' or '.join(works)} "
+                "it may run",
+            )
+        ]
+
     def refused_under(self, works: Sequence[str]) -> tuple[Literal["error", "warning"], str]:
         """How a layer or backend that vLLM refuses under this install is reported, given
         the installs under which it runs (``works``): an error when the install was named
