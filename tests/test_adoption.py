@@ -42,7 +42,11 @@ def test_pre_commit_hook_through_try_repo(tmp_path: Path) -> None:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and a checkout of kernelcfg")
     repo = _fixture(tmp_path)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit")}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"),
+        "KERNELCFG_DEVICE": "h100",
+    }
     done = subprocess.run(
         [
             sys.executable,
