@@ -33,6 +33,7 @@ __all__ = [
     "MAX_YAML_LINE",
     "MAX_YAML_NODES",
     "check_depth",
+    "cut",
     "decode",
     "file_problem",
     "file_stat",
@@ -88,10 +89,12 @@ def shown(value: object, limit: int = _SHOWN) -> str:
     """``repr(value)`` on one line, cut to about ``limit`` characters."""
     if isinstance(value, str) and len(value) > limit:
         return repr(value[:limit]) + f"… ({len(value):,} characters)"
-    text = one_line(repr(value))
-    if len(text) > limit:
-        return text[:limit] + f"… ({len(text):,} characters)"
-    return text
+    return cut(one_line(repr(value)), limit)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how many there were."""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
 
 
 def file_stat(path: str) -> tuple[os.stat_result | None, str | None]:

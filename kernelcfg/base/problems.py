@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from kernelcfg.base.bounded import one_line
+from kernelcfg.base.bounded import cut, one_line
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.json_text import compact
 
@@ -63,9 +63,7 @@ class Problem:
             object.__setattr__(self, "message", one_line(message))
         field = self.field
         if field is not None and (len(field) > _FIELD or not field.isprintable()):
-            if len(field) > _FIELD:
-                field = field[:_FIELD] + f"… ({len(field):,} characters)"
-            object.__setattr__(self, "field", one_line(field))
+            object.__setattr__(self, "field", one_line(cut(field, _FIELD)))
 
     @classmethod
     def from_error(cls, error: KernelcfgError) -> Problem:

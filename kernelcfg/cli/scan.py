@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from kernelcfg.base.bounded import one_line, shown
+from kernelcfg.base.bounded import cut, one_line, shown
 from kernelcfg.cli.app import app
 from kernelcfg.cli.common import (
     REPORT_FORMATS,
@@ -206,12 +206,12 @@ def _entry(checked: Any, fail_on: FailOn) -> tuple[Any, dict[str, Any]]:
     found = checked.found
     line = found.line if found else None
     name = f"{checked.path}:{line}" if line else checked.path
-    argv = [_cut(word) for word in found.argv] if found else None
+    argv = [cut(word, 1000) for word in found.argv] if found else None
     entry = Entry(
         name,
         code,
         problems,
-        _cut(" ".join(argv or []), 4000),
+        cut(" ".join(argv or []), 4000),
         checked.path,
         line,
         found.column if found else None,
@@ -229,11 +229,6 @@ def _entry(checked: Any, fail_on: FailOn) -> tuple[Any, dict[str, Any]]:
         "command": entry.detail,
     }
     return entry, row
-
-
-def _cut(text: str, limit: int = 1000) -> str:
-    """A word of a launch as reported: at most ``limit`` characters, then a count."""
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
 
 
 def _write(fmt: ReportFormat, entries: list[Any], rows: list[dict[str, Any]]) -> None:

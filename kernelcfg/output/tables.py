@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernelcfg.base.bounded import one_line
+from kernelcfg.base.bounded import cut, one_line
 from kernelcfg.commands.pipeline import Failure
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.output.render import all_sources, as_data
@@ -36,12 +36,7 @@ def plain(value: object, limit: int = CELL, style: str = "") -> Any:
     from rich.text import Text
 
     text = value if isinstance(value, str) else str(value)
-    return Text(one_line(_cut(text, limit)), style=style)
-
-
-def _cut(text: str, limit: int = CELL) -> str:
-    """``text``, or its first ``limit`` characters and how many there were."""
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
+    return Text(one_line(cut(text, limit)), style=style)
 
 
 def fold(table: Any) -> Any:
@@ -244,11 +239,11 @@ def summary_row(
         None,
     )
     return {
-        "id": _cut(str(line_id), ID_CELL),
-        "target": _cut(f"{platform.get('device') or '?'}, vLLM {data['vllm_version'] or '?'}"),
+        "id": cut(str(line_id), ID_CELL),
+        "target": cut(f"{platform.get('device') or '?'}, vLLM {data['vllm_version'] or '?'}", CELL),
         "exit_code": code,
         "hash": (data["hash"] or "")[:12],
-        "problem": _cut(f"{first['severity']}: {first['message']}") if first else "",
+        "problem": cut(f"{first['severity']}: {first['message']}", CELL) if first else "",
     }
 
 

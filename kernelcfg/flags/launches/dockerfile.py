@@ -216,7 +216,7 @@ def _shell_form(
             continue
         argv = [_fill(word, known) for word in found.argv]
         left = [word for word in argv if word in found.unresolved]
-        yield Found(found.path, found.line, found.column, argv, found.env, left, found.problem)
+        yield dataclasses.replace(found, argv=argv, unresolved=left)
 
 
 def _fill(word: str, known: dict[str, str]) -> str:

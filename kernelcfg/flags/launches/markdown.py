@@ -12,6 +12,7 @@ never does.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import textwrap
 from collections.abc import Iterator
@@ -79,22 +80,9 @@ def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Fou
         )
         try:
             for found in reader.launches(textwrap.dedent(body), path):
-                yield _moved(found, first_line - 1)
+                yield dataclasses.replace(found, line=found.line + first_line - 1)
         except KernelcfgError:  # an example that is not whole YAML: not a launch
             return
-
-
-def _moved(found: Found, lines: int) -> Found:
-    """A launch found in a block, placed on the file's lines."""
-    return Found(
-        found.path,
-        found.line + lines,
-        found.column,
-        found.argv,
-        found.env,
-        found.unresolved,
-        found.problem,
-    )
 
 
 def _commands_only(body: str) -> str:
@@ -120,13 +108,6 @@ def _inline(line: str, number: int, path: str) -> Iterator[Found]:
     for span in _INLINE.finditer(line):
         code = span.group(2)
         if _COMMAND.match(code) and "..." not in code and "…" not in code:
+            column = span.start(2) + 1 + (len(code) - len(code.lstrip()))
             for found in from_shell(code.strip(), path, number):
-                yield Found(
-                    path,
-                    number,
-                    span.start(2) + 1 + (len(code) - len(code.lstrip())),
-                    found.argv,
-                    found.env,
-                    found.unresolved,
-                    found.problem,
-                )
+                yield dataclasses.replace(found, column=column)
