@@ -311,8 +311,7 @@ def json_lines(
     cells = tuple(dict(c) for c in matrix) or ({},)
     policy = _Policy(pipeline.Request(serve_is_vllms=True), tuple(common), cells, strict, never)
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        for chunk in _chunks(lines, 1):  # each line as soon as it is read (a pipe)
-            yield _render(chunk, policy)
+        yield from _here(_chunks(lines, 1), policy)  # each line as soon as it is read
         return
     chunks = _chunks(lines, CHUNK)
     first = next(chunks, [])
