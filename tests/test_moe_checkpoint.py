@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.vllm.moe_checkpoint import moe_model_features, quantization_config_of, variant_of
+from kernelcfg.vllm.checkpoint import quantization_config_of
+from kernelcfg.vllm.moe_checkpoint import moe_model_features, variant_of
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "vllm-0.33.0" / "auto-picks-moe.json"
 

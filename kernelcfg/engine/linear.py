@@ -1,15 +1,14 @@
 """The linear-kernel pick of a resolution: what ``--linear-backend auto`` takes for the
 model's quantised layers on the target, install by install.
 
-The layer kind comes from the quantisation scheme (``--quant-scheme``, the model's
-``quantization_config``, ``--quantization``) and, where the checkpoint says so, its
-activation scheme and zero points; when the scheme covers several layer kinds and they
-pick differently, the pick depends on the checkpoint and says so.
+The layer kinds are the checkpoint's, as ``vllm.checkpoint`` reads them (every config
+group, per-layer scheme or algorithm it holds); without a checkpoint, every kind of the
+scheme ``--quant-scheme`` or ``--quantization`` names. When the kinds walked pick
+differently, the pick depends on the layer and says so, layer by layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kernelcfg.base.answers import LARGE, Answers
@@ -21,22 +20,18 @@ from kernelcfg.vllm.releases import Release
 __all__ = ["explicit_problems", "linear_selection"]
 
 
-def _layer_kinds(kinds: list[str], inputs: Inputs) -> list[str]:
-    """Narrow a scheme's layer kinds with what the checkpoint and flags say."""
-    quant = (inputs.hf_config or {}).get("quantization_config")
-    quant = quant if isinstance(quant, Mapping) else {}
-    method = str(quant.get("quant_method", inputs.quantization or "")).lower()
-    activation = quant.get("activation_scheme")
-    if activation in ("static", "dynamic") or (inputs.quantization == "fp8" and not quant):
-        wanted = "static_act" if activation == "static" else "dynamic_act"
-        kinds = [k for k in kinds if not k.startswith("fp8_tensor/") or k.endswith(wanted)]
-    if method in ("awq", "awq_marlin", "auto_awq"):
-        kinds = [k for k in kinds if not k.startswith("int4_w4a16/") or k.endswith("awq_zp")]
-    elif method in ("gptq", "gptq_marlin", "auto_gptq"):
-        wanted = "channelwise" if quant.get("group_size") == -1 else "gptq_sym"
-        if inputs.dtype in ("float16", "half") and wanted == "gptq_sym":
-            wanted = "gptq_sym_fp16"
-        kinds = [k for k in kinds if not k.startswith("int4_w4a16/") or k.endswith(wanted)]
+def _layer_kinds(found: Any, scheme: str, inputs: Inputs) -> list[str]:
+    """The layer kinds to walk: the checkpoint's (``vllm.checkpoint`` read them) where
+    the release knows them, else every kind of the scheme, narrowed by what the flags say
+    (``--quantization fp8`` on an unquantised checkpoint: dynamic activations)."""
+    known = found.data["layers"]
+    if inputs.linear_kinds:
+        kinds = [k for k in inputs.linear_kinds if k in known]
+        if kinds:
+            return kinds
+    kinds = list(found.data["scheme_layers"].get(scheme, ()))
+    if inputs.quantization == "fp8" and inputs.hf_config is None:
+        kinds = [k for k in kinds if not k.startswith("fp8_tensor/") or k.endswith("dynamic_act")]
     return kinds
 
 
@@ -45,8 +40,7 @@ def _scheme(inputs: Inputs) -> str | None:
     checkpoint is vLLM's online FP8 (per-tensor weights, dynamic activations)."""
     from kernelcfg.vllm.quantization import scheme_from_quantization
 
-    quant = (inputs.hf_config or {}).get("quantization_config")
-    if inputs.quantization == "fp8" and not quant and not inputs.quant_scheme:
+    if inputs.quantization == "fp8" and inputs.hf_config is None and not inputs.quant_scheme:
         return "fp8_tensor"
     return inputs.quant_scheme or scheme_from_quantization(inputs.quantization)
 
@@ -66,9 +60,11 @@ def linear_selection(
     from kernelcfg.vllm.linear import model
 
     found = model(release.version)
-    if found is None or scheme not in found.data["scheme_layers"]:
+    if found is None:
         return None
-    kinds = _layer_kinds(list(found.data["scheme_layers"][scheme]), inputs)
+    kinds = _layer_kinds(found, scheme, inputs)
+    if not kinds:
+        return None
     key = (
         release.version,
         tuple(kinds),
@@ -160,8 +156,7 @@ def explicit_problems(
     if found is None:
         return []
     scheme = _scheme(inputs)
-    layers = found.data["scheme_layers"].get(scheme) if scheme else None
-    kinds = _layer_kinds(list(layers), inputs) if layers else list(found.data["layers"])
+    kinds = (_layer_kinds(found, scheme, inputs) if scheme else []) or list(found.data["layers"])
     key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
     works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
     return inputs.named_backend_problems("linear_backend", value, target.device, works)

@@ -150,9 +150,10 @@ def _variants(
 ) -> tuple[list[str], str]:
     """The checkpoint format(s) the layer may have, and how that was read."""
     from kernelcfg.vllm import moe_checkpoint
+    from kernelcfg.vllm.checkpoint import quantization_config_of
 
     hf = inputs.hf_config or {}
-    quant = moe_checkpoint.quantization_config_of(hf)
+    quant = quantization_config_of(hf)
     if quant is None and inputs.quantization is None and inputs.quant_scheme is not None:
         scheme = inputs.quant_scheme
         names = [v for v in found.data["variants"] if v.split("/", 1)[0] == scheme]

@@ -270,15 +270,68 @@ def _apply(
     if isinstance(archs, list) and inputs.architectures is None:
         inputs.architectures = list(archs)
         inputs.sources["architectures"] = config_file
-    quant = data.get("quantization_config")
-    if isinstance(quant, dict) and inputs.quantization is None:
-        method = quant.get("quant_method")
-        if isinstance(method, str):
-            inputs.quantization = method
-            inputs.sources["quantization"] = config_file
-    if inputs.quant_scheme is None and (isinstance(quant, dict) or not inputs.quantization):
-        from kernelcfg.vllm.quantization import scheme_from_model
+    _quantisation(inputs, data, config_file)
 
-        inputs.quant_scheme = scheme_from_model(quant if isinstance(quant, dict) else None)
-        if inputs.quant_scheme:
-            inputs.sources["quant_scheme"] = config_file
+
+def _quantisation(inputs: Inputs, data: dict[str, Any], config_file: str) -> None:
+    """The checkpoint's quantisation as vLLM reads it (``vllm.checkpoint``): its method
+    (when ``--quantization`` names none), its scheme (when ``--quant-scheme`` names none)
+    and the kinds of linear layer it builds. ModelOpt 0.29 and older keep the dict in
+    ``hf_quant_config.json`` beside the config (vLLM reads it when config.json has none)."""
+    from kernelcfg.vllm.checkpoint import linear_layers, quantization_config_of
+
+    quant = quantization_config_of(data)
+    if quant is None:
+        side = _side_quant_config(config_file)
+        if side is not None:
+            inputs.hf_config = data = {**data, "quantization_config": side}
+            quant = quantization_config_of(data)
+    user = inputs.quantization
+    if quant is not None and user is None and quant.get("quant_method"):
+        inputs.quantization = str(quant["quant_method"])
+        inputs.sources["quantization"] = config_file
+    if inputs.quant_scheme is not None:
+        return
+    dtype = inputs.dtype if inputs.dtype != "auto" else _checkpoint_dtype(data)
+    found = linear_layers(quant, user, data.get("model_type"), dtype)
+    inputs.linear_kinds = found.kinds
+    if found.scheme is not None:
+        inputs.quant_scheme = found.scheme
+        inputs.sources["quant_scheme"] = config_file
+
+
+def _checkpoint_dtype(data: Mapping[str, Any]) -> str | None:
+    """The dtype the checkpoint was saved in (``torch_dtype``, newer ``dtype``; the text
+    config's for a multimodal model)."""
+    for where in (data, data.get("text_config")):
+        if isinstance(where, Mapping):
+            found = where.get("torch_dtype") or where.get("dtype")
+            if isinstance(found, str):
+                return found
+    return None
+
+
+def _side_quant_config(config_file: str) -> dict[str, Any] | None:
+    """``hf_quant_config.json`` beside ``config_file``, typed as a quantisation config;
+    ``None`` when there is none (or it is not a JSON mapping)."""
+    side = os.path.join(os.path.dirname(config_file), "hf_quant_config.json")
+    info = bounded.file_stat(side)[0]
+    if info is None:
+        return None
+    (data, _warnings), _key = _load_side(side, info)
+    return data
+
+
+def _load_side(path: str, info: os.stat_result) -> tuple[Loaded, tuple[str, int, int, int]]:
+    """A side file read once per identity, its facts typed as a ``quantization_config``."""
+    key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
+    return _LOADED.get(key, lambda: _parse_side(path)), key
+
+
+def _parse_side(path: str) -> Loaded:
+    data = bounded.loads_json(bounded.read_text(path, "hf_quant_config.json"), bounded.shown(path))
+    if not isinstance(data, dict):
+        return {}, ()
+    facts, warnings = typed({"quantization_config": data}, bounded.shown(path))
+    quant = facts.get("quantization_config")
+    return (quant if isinstance(quant, dict) else {}), tuple(warnings)

@@ -94,7 +94,13 @@ _INT_GIVEN, _BOOL_GIVEN, _STR_GIVEN = (
 )
 """The kinds where ``null`` is a wrong type: the reader takes a default for an absent key."""
 
-_QUARK_SPEC = {"dtype": _STR, "qscheme": _STR, "is_dynamic": _BOOL, "group_size": _INT}
+_QUARK_SPEC = {
+    "dtype": _STR,
+    "qscheme": _STR,
+    "is_dynamic": _BOOL,
+    "group_size": _INT,
+    "symmetric": _BOOL,
+}
 """A Quark quantisation spec (``weight``, ``input_tensors``)."""
 _QUARK_LAYER = {
     "weight": Fact("map_or_list", keys=_QUARK_SPEC),
@@ -137,6 +143,7 @@ QUANTIZATION: dict[str, Fact] = {
     "desc_act": _BOOL_GIVEN,
     "zero_point": _BOOL_GIVEN,
     "data_type": _STR,
+    "act_data_type": _STR,
     "packing_format": _STR,
     "backend": _STR,
     "vllm_backend": _STR,
@@ -147,6 +154,7 @@ QUANTIZATION: dict[str, Fact] = {
     "config_groups": Fact("maps", keys=_CT_GROUP),
     "global_quant_config": Fact("map", keys=_QUARK_LAYER),
     "layer_quant_config": Fact("maps", keys=_QUARK_LAYER),
+    "layer_type_quant_config": Fact("maps", keys=_QUARK_LAYER),
 }
 """What kernelcfg reads of a ``quantization_config`` (or ``compression_config``)."""
 

@@ -76,7 +76,10 @@ class Inputs:
     quantization: str | None = None
     """``--quantization``/``-q``, or the local ``config.json``'s quantisation method."""
     quant_scheme: str | None = None
-    """The quantisation scheme (``--quant-scheme``, or mapped where certain)."""
+    """The quantisation scheme (``--quant-scheme``, or the checkpoint's as vLLM reads it)."""
+    linear_kinds: tuple[str, ...] | None = None
+    """The kinds of linear layer the checkpoint's method builds (``vllm.checkpoint``),
+    when its config.json was read and ``--quant-scheme`` was not given."""
     attention_backend: str | None = None
     """``--attention-backend`` as given (``None``: not given)."""
     attention_config: dict[str, Any] = field(default_factory=dict)

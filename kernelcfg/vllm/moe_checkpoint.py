@@ -26,65 +26,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kernelcfg.vllm.checkpoint import (
+    ct_args,
+    map_of,
+    modelopt_algo,
+    resolve_quant_method,
+)
 from kernelcfg.vllm.moe import routing_method_type
 
-__all__ = [
-    "moe_model_features",
-    "quantization_config_of",
-    "resolve_quant_method",
-    "variant_of",
-]
+__all__ = ["moe_model_features", "variant_of"]
 
 Variant = tuple[str | None, str]
 _Cfg = Mapping[str, Any]
 
-# --------------------------------------------------------------------------- helpers
-
-
-def _map(value: Any) -> _Cfg:
-    """``value`` when it is a mapping, else an empty one."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def quantization_config_of(hf_config: _Cfg) -> dict[str, Any] | None:
-    """The checkpoint's quantisation dict as vLLM finds it: ``quantization_config``, else
-    the text config's, else ``compression_config`` (model_arch_config_convertor.py:241-292,
-    weight_utils.py:240-247), normalised as ``_normalize_quantization_config`` does
-    (ModelOpt ``producer``/legacy layout -> quant_method; lower-case; compressed_tensors
-    -> compressed-tensors)."""
-    found = hf_config.get("quantization_config")
-    if found is None:
-        found = _map(hf_config.get("text_config")).get("quantization_config")
-    if found is None:
-        found = hf_config.get("compression_config")
-    if not isinstance(found, Mapping):
-        return None
-    cfg = dict(found)
-    inner = cfg.get("quantization")
-    producer = _map(cfg.get("producer")).get("name")
-    legacy = isinstance(inner, Mapping) and "modelopt_quant_config" in inner
-    if (producer == "modelopt" or legacy) and isinstance(inner, Mapping):
-        algo = str(inner.get("quant_algo") or "").upper()
-        cfg["quant_method"] = {
-            "NVFP4": "modelopt_fp4",
-            "MIXED_PRECISION": "modelopt_mixed",
-        }.get(algo, "modelopt" if algo else cfg.get("quant_method", ""))
-    method = str(cfg.get("quant_method", "")).lower()
-    cfg["quant_method"] = method.replace("compressed_tensors", "compressed-tensors")
-    return cfg
-
-
-def _modelopt_algo(cfg: _Cfg) -> str | None:
-    """``ModelOptQuantConfigBase._extract_modelopt_quant_algo`` (modelopt.py:288)."""
-    if not str(cfg.get("quant_method", "")).lower().startswith("modelopt"):
-        return None
-    if "quantization" in cfg:
-        inner = cfg["quantization"]
-        return str(inner.get("quant_algo", "")).upper() if isinstance(inner, Mapping) else None
-    return str(cfg.get("quant_algo", "")).upper()
-
-
-# ------------------------------------------------------------- method resolution
+# ------------------------------------------------------------- online methods
 
 _ONLINE_SHORTHANDS = {
     "fp8_per_tensor": ("fp8_tensor/online", "Fp8PerTensorOnlineMoEMethod"),
@@ -97,91 +52,6 @@ _ONLINE_SHORTHANDS = {
 }
 """``config/quantization.py:_ONLINE_SHORTHANDS`` (the moe QuantSpec weight key) through
 ``online/base.py:_ONLINE_MOE_METHODS``."""
-
-_GPTQ_USER = (None, "gptq", "gptq_marlin", "auto_gptq", "marlin")
-_AWQ_USER = (None, "awq", "awq_marlin", "auto_awq", "marlin")
-_DSV4_TYPES = ("deepseek_v4", "deepseek_v4_text", "deepseek_v41", "deepseek_v41_text")
-
-
-def _override_gptq_awq(cfg: _Cfg, user: str | None, kind: str | None) -> str | None:
-    """AutoGPTQ / AutoAWQ / MoeWNA16 overrides (auto_gptq.py:214, auto_awq.py:263,
-    moe_wna16.py:145)."""
-    method = str(cfg.get("quant_method", "")).lower()
-    if method == "gptq" and user in _GPTQ_USER:
-        return "auto_gptq"
-    if method == "awq" and user in _AWQ_USER and kind != "cpu":
-        return "auto_awq"
-    if user == "moe_wna16":
-        gptq_ok = method == "gptq" and cfg.get("bits") in (4, 8)
-        awq_ok = method == "awq" and cfg.get("bits") == 4
-        return "moe_wna16" if gptq_ok or awq_ok else None
-    return None
-
-
-def _override_modelopt(cfg: _Cfg) -> str | None:
-    """ModelOpt overrides in list order (modelopt.py:453, :776, :1236, :1658)."""
-    algo = _modelopt_algo(cfg)
-    if algo is None:
-        return None
-    if algo == "FP8":
-        return "modelopt"
-    if "NVFP4" in algo or "FP4" in algo:
-        return "modelopt_fp4"
-    if "MXFP8" in algo:
-        return "modelopt_mxfp8"
-    return "modelopt_mixed" if algo == "MIXED_PRECISION" else None
-
-
-def _override_mx_dsv4(cfg: _Cfg, user: str | None, model_type: str | None) -> str | None:
-    """GptOssMxfp4Config (mxfp4.py:129) and DeepseekV4FP8Config
-    (models/deepseek_v41/quant_config.py:164; the v41 class serves CUDA/ROCm)."""
-    method = cfg.get("quant_method")
-    if method in ("mxfp4", "gpt_oss_mxfp4") and model_type == "gpt_oss":
-        return "gpt_oss_mxfp4"
-    if method in ("fp8", "deepseek_v4_fp8") and (
-        model_type in _DSV4_TYPES or user == "deepseek_v4_fp8"
-    ):
-        return "deepseek_v4_fp8"
-    return None
-
-
-def _override(cfg: _Cfg, user: str | None, model_type: str | None, kind: str | None) -> str | None:
-    """The first override that claims the checkpoint, in ``_verify_quantization``'s order
-    (config/model.py:1396-1448: auto_gptq ... awq_marlin, inc, moe_wna16, modelopt*,
-    mxfp8, modelopt_mixed, mxfp4, gpt_oss_mxfp4, deepseek_v4_fp8, humming)."""
-    if user == "humming":
-        return "humming"
-    found = _override_gptq_awq(cfg, user, kind)
-    if found is None and cfg.get("quant_method") == "auto-round":
-        found = "inc"
-    return found or _override_modelopt(cfg) or _override_mx_dsv4(cfg, user, model_type)
-
-
-def resolve_quant_method(
-    quantization_config: _Cfg | None,
-    quantization: str | None,
-    model_type: str | None,
-    platform_kind: str | None = None,
-) -> tuple[str | None, str]:
-    """The quantisation method vLLM loads (``ModelConfig.quantization`` after
-    ``_verify_quantization``), or ``(None, error)`` where vLLM raises. ``"unquantized"``
-    when neither the checkpoint nor ``--quantization`` names one."""
-    user = quantization
-    if not quantization_config:
-        return (user or "unquantized"), "no checkpoint quantization_config"
-    override = _override(quantization_config, user, model_type, platform_kind)
-    if override is not None:
-        return override, f"checkpoint claimed by the {override} override"
-    method = str(quantization_config.get("quant_method") or "") or None
-    if method is None and user is None:
-        return "unquantized", "checkpoint quant_method empty"
-    if user is not None and user != method:
-        return None, (
-            f"vLLM raises: quantization method in the model config ({method}) does not "
-            f"match --quantization {user} (config/model.py:1453)"
-        )
-    return method, f"checkpoint quant_method {method}"
-
 
 # ---------------------------------------------------------------- per method
 
@@ -255,7 +125,7 @@ def _deepseek_v4(cfg: _Cfg, ctx: _Ctx) -> Variant:
 
 def _modelopt(cfg: _Cfg, _ctx: _Ctx) -> Variant:
     """ModelOptFp8MoEMethod (modelopt.py:491): per-tensor keys for every FP8 algo."""
-    algo = _modelopt_algo(cfg)
+    algo = modelopt_algo(cfg)
     if algo not in ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"):
         return None, f"ModelOptFp8Config raises: quant_algo {algo} (modelopt.py:428)"
     note = "" if algo == "FP8" else " (vLLM still passes per-tensor keys to the oracle)"
@@ -265,7 +135,7 @@ def _modelopt(cfg: _Cfg, _ctx: _Ctx) -> Variant:
 def _modelopt_fp4(cfg: _Cfg, _ctx: _Ctx) -> Variant:
     """ModelOptNvFp4FusedMoE (modelopt.py:850); NVFP4 with every config group's
     input_activations null is rerouted to W4A16_NVFP4 (modelopt.py:797-811)."""
-    algo = _modelopt_algo(cfg)
+    algo = modelopt_algo(cfg)
     groups = cfg.get("config_groups")
     weight_only = (
         bool(groups)
@@ -295,11 +165,11 @@ _MIXED_ALGOS = {
 def _modelopt_mixed(cfg: _Cfg, _ctx: _Ctx) -> Variant:
     """The algo of the ``quantized_layers`` entries that name experts; vLLM resolves it
     per layer prefix, here all expert entries must agree."""
-    layers = _map(
-        cfg.get("quantized_layers") or _map(cfg.get("quantization")).get("quantized_layers")
+    layers = map_of(
+        cfg.get("quantized_layers") or map_of(cfg.get("quantization")).get("quantized_layers")
     )
     algos = {
-        str(_map(info).get("quant_algo", "")).upper()
+        str(map_of(info).get("quant_algo", "")).upper()
         for name, info in layers.items()
         if "expert" in name and "shared" not in name
     }
@@ -408,24 +278,10 @@ def _inc(cfg: _Cfg, ctx: _Ctx) -> Variant:
 # ------------------------------------------------------- compressed-tensors
 
 
-def _ct_args(raw: Any) -> dict[str, Any] | None:
-    """A compressed-tensors QuantizationArgs with its defaults (num_bits 8, type int,
-    symmetric, static; strategy from group_size when absent)."""
-    if not isinstance(raw, Mapping):
-        return None
-    args = {"num_bits": 8, "type": "int", "symmetric": True, "dynamic": False, **raw}
-    if not args.get("strategy"):
-        group = args.get("group_size")
-        args["strategy"] = "tensor" if group is None else ("channel" if group < 0 else "group")
-    args["strategy"] = str(args["strategy"]).lower()
-    args["type"] = str(args["type"]).lower()
-    return args
-
-
 def _ct_scheme(cfg: _Cfg) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str] | None:
     """The config group that covers the experts: one whose targets name experts, else
     one targeting ``Linear`` (compressed_tensors.py get_scheme_dict)."""
-    groups = [g for g in _map(cfg.get("config_groups")).values() if isinstance(g, Mapping)]
+    groups = [g for g in map_of(cfg.get("config_groups")).values() if isinstance(g, Mapping)]
     if not groups:
         return None
     targets = [" ".join(map(str, g.get("targets") or [])) for g in groups]
@@ -435,7 +291,7 @@ def _ct_scheme(cfg: _Cfg) -> tuple[dict[str, Any] | None, dict[str, Any] | None,
     if pick is None:
         return None
     fmt = str(pick.get("format") or cfg.get("format") or "")
-    return _ct_args(pick.get("weights")), _ct_args(pick.get("input_activations")), fmt
+    return ct_args(pick.get("weights")), ct_args(pick.get("input_activations")), fmt
 
 
 def _ct_fp8(w: _Cfg, a: _Cfg) -> Variant:
@@ -539,10 +395,10 @@ def _compressed_tensors(cfg: _Cfg, _ctx: _Ctx) -> Variant:
 def _quark_layer(cfg: _Cfg) -> _Cfg:
     """The experts' Quark config: a layer_quant_config pattern naming experts, else the
     global one (quark.py:764 _find_matched_config; the layer name is not known here)."""
-    for pattern, layer in _map(cfg.get("layer_quant_config")).items():
+    for pattern, layer in map_of(cfg.get("layer_quant_config")).items():
         if "expert" in pattern:
-            return _map(layer)
-    return _map(cfg.get("global_quant_config"))
+            return map_of(layer)
+    return map_of(cfg.get("global_quant_config"))
 
 
 def _quark_mx(a: _Cfg | None) -> Variant:

@@ -1,19 +1,16 @@
 """Quantisation schemes: the names kernelcfg gives the layer types vLLM's kernels serve,
-and how a ``--quantization`` method or a checkpoint's ``quantization_config`` maps to them
+and how a ``--quantization`` method maps to them (a checkpoint's: ``vllm.checkpoint``)
 (from the backend catalogue, ``releases/constraints.json``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
 from kernelcfg.vllm.releases import catalogue, version_key
 
 __all__ = [
     "SCHEMES",
     "per_quant_keys",
-    "scheme_from_model",
     "scheme_from_quantization",
     "schemes_of_quantization",
 ]
@@ -51,24 +48,3 @@ def schemes_of_quantization(method: str | None) -> tuple[str, ...] | None:
         return (single,)
     family = catalogue()["quantization_families"].get(method)
     return tuple(family) if family else None
-
-
-def scheme_from_model(quant_config: Mapping[str, Any] | None) -> str | None:
-    """The scheme of a ``config.json``'s ``quantization_config``, where it is certain."""
-    if not quant_config:
-        return "unquantized"
-    method = str(quant_config.get("quant_method", "")).lower()
-    if method == "fp8":
-        return "fp8_block" if quant_config.get("weight_block_size") else "fp8_tensor"
-    if method in ("modelopt", "modelopt_fp4"):
-        algo = str(quant_config.get("quant_algo", "")).upper()
-        return {
-            "FP8": "fp8_tensor",
-            "FP8_PER_CHANNEL_PER_TOKEN": "fp8_channel",
-            "FP8_PB_WO": "fp8_block",
-            "MXFP8": "mxfp8",
-            "W4A16_NVFP4": "nvfp4_w4a16",
-        }.get(algo)
-    if method in ("gptq", "auto_gptq", "gptq_marlin"):
-        return "int4_w4a16" if quant_config.get("bits") == 4 else None
-    return scheme_from_quantization(method)
