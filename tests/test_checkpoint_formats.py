@@ -371,3 +371,11 @@ def test_quantization_flag_that_contradicts_the_checkpoint(tmp_path: Path) -> No
     quant = CHECKPOINTS["ct-fp8-dynamic"][0]
     result = _resolve(_write(tmp_path / "ct", quant), "--device", "h100", "--quantization", "awq")
     assert result.inputs is not None and result.inputs.quant_scheme is None
+
+
+def test_own_kernels_scheme_is_no_false_error(tmp_path: Path) -> None:
+    quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    folder = _write(tmp_path / "bnb", quant)
+    result = _resolve(folder, "--device", "h100", "--linear-backend", "cutlass")
+    # its layers never reach the linear-kernel choice: kernelcfg makes no claim either way
+    assert [p.message for p in result.problems if p.field == "linear_backend"] == []
