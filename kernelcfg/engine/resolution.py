@@ -313,17 +313,10 @@ def check_context(
     """The backend-check context of a command line's inputs (the scheme as far as the
     flags and the model's config say)."""
     from kernelcfg.checks.constraints import Context  # from a module: no fromlist walk
-    from kernelcfg.vllm.quantization import (
-        SCHEMES,
-        scheme_from_quantization,
-        schemes_of_quantization,
-    )
+    from kernelcfg.vllm.quantization import scheme_from_quantization, schemes_of_quantization
 
     method = inputs.quantization  # most lines name none: no lookups then
     scheme = inputs.quant_scheme or (None if method is None else scheme_from_quantization(method))
-    if scheme is not None and scheme not in SCHEMES:
-        # a method with its own kernels (bitsandbytes, gguf): the checks know no such scheme
-        scheme, method = None, None
     return Context(
         target,
         version,
