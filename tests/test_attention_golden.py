@@ -240,43 +240,6 @@ def test_a_golden_model_through_the_command_line(tmp_path: Path) -> None:
     assert picked["backend"] == wheel["backend"]
 
 
-TOPK = golden("0.33.0", "auto-picks-linear-topk")
-
-
-def test_indexer_topk_auto_walk_is_vllms() -> None:
-    """``sparse_indexer_topk_backend=auto``: the backend and the whole walk (names,
-    verdicts, cooperative's reasons) for every target, row count and top-k."""
-    from kernelcfg.vllm import topk
-
-    assert SELECTOR is not None
-    facts = topk.facts("0.33.0")
-    assert facts is not None
-    found = TOPK["sparse_indexer_topk"]
-    checked = 0
-    for target, shapes in found["index"].items():
-        spec = TOPK["meta"]["targets"][target]
-        preset = next(
-            p
-            for p in PRESETS.values()
-            if p.kind == spec["kind"]
-            and (spec["kind"] in ("cpu", "xpu") or p.device == spec["device_name"])
-        )
-        where = attention.platform_of(SELECTOR, preset, "pip")
-        for shape, by_world in shapes.items():
-            rows, k = (int(part.split("=")[1]) for part in shape.split(","))
-            backend, chain = topk.pick(facts, where.kind, where.capability, rows, k)
-            for outcome_id in by_world.values():
-                outcome = found["outcomes"][outcome_id]
-                assert backend == outcome["backend"], (target, shape)
-                expected = [
-                    (name, "ok" if verdict == "ok" else "refused", reason)
-                    for name, verdict, reason in outcome["chain"]
-                ]
-                assert chain == expected, (target, shape)
-                checked += 1
-    assert checked == 304
-
-
 def test_indexer_topk_selection_per_decode_rows(tmp_path: Path) -> None:
     spec = FEATURES["mla.h576.bf16.kv-fp8.dsa.nh16"]
     (tmp_path / "config.json").write_text(json.dumps(spec["hf_config"]))

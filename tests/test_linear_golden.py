@@ -1,7 +1,8 @@
-"""``--linear-backend auto`` against vLLM 0.33.0's own linear-kernel selection, executed
-on simulated targets (``golden/vllm-0.33.0/auto-picks-linear-topk.json``): the kernel, the
-ordered candidate list and every trial with vLLM's reason, for every target, layer kind
-and install."""
+"""``--linear-backend auto`` and ``--sparse-indexer-topk-backend auto`` against vLLM
+0.33.0's and 0.34.0's own selection, executed on simulated targets
+(``golden/vllm-X.Y.Z/auto-picks-linear-topk.json``): the linear kernel, the ordered
+candidate list and every trial with vLLM's reason, for every target, layer kind and
+install; the top-k backend and its whole walk for every target, row count and top-k."""
 
 from __future__ import annotations
 
@@ -11,31 +12,41 @@ import pytest
 
 from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.vllm import linear
+from kernelcfg.vllm import linear, topk
 
 from .conftest import golden
 
 pytestmark = pytest.mark.golden
 
-DATA = golden("0.33.0", "auto-picks-linear-topk")
-MODEL = linear.model("0.33.0")
+RELEASES = ("0.33.0", "0.34.0")
+"""The releases with executed linear picks."""
 INSTALL = {"bare": "minimal", "wheel": "pip", "docker": "image", "full": "all"}
-"""The golden worlds as kernelcfg's installs; ``full`` also sets the enabling variables."""
+"""The golden worlds as kernelcfg's installs; ``full`` also sets the enabling variables
+(0.34.0's ``cuda_toolkit`` piece, in docker and full, is the ``nvcc_12_9`` library of
+kernelcfg's ``image`` and ``all``)."""
+CASES = [
+    (version, target)
+    for version in RELEASES
+    for target in golden(version, "auto-picks-linear-topk")["linear"]["index"]
+]
+"""Every (release, golden target)."""
 
 
-@pytest.mark.parametrize("target", list(DATA["linear"]["index"]))
-def test_linear_walk_is_vllms(target: str) -> None:
-    assert MODEL is not None
-    spec = DATA["meta"]["targets"][target]
+@pytest.mark.parametrize(("version", "target"), CASES)
+def test_linear_walk_is_vllms(version: str, target: str) -> None:
+    data = golden(version, "auto-picks-linear-topk")
+    found = linear.model(version)
+    assert found is not None
+    spec = data["meta"]["targets"][target]
     wrong = []
-    for layer, by_world in DATA["linear"]["index"][target].items():
+    for layer, by_world in data["linear"]["index"][target].items():
         for world, outcome_id in by_world.items():
-            expected = DATA["linear"]["outcomes"][outcome_id]
+            expected = data["linear"]["outcomes"][outcome_id]
             env = {"VLLM_ROCM_USE_AITER": "1"} if world == "full" else {}
-            where = MODEL.where(
+            where = found.where(
                 spec["kind"], spec.get("capability"), spec.get("gfx_arch"), INSTALL[world], env
             )
-            got = MODEL.pick(layer, where)
+            got = found.pick(layer, where)
             trials = [(n, "ok" if v == "ok" else "rejected", r) for n, v, r in got.trials]
             if (
                 (got.status, got.kernel) != (expected["status"], expected["kernel"])
@@ -46,6 +57,35 @@ def test_linear_walk_is_vllms(target: str) -> None:
             elif got.status == "selected":
                 assert set(got.values) <= set(expected["linear_backend_values"]) or not got.values
     assert wrong == []
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_indexer_topk_auto_walk_is_vllms(version: str) -> None:
+    """``sparse_indexer_topk_backend=auto``: the backend and the whole walk (names,
+    verdicts, cooperative's reasons), read from the target's kind and capability as
+    ``engine/indexer_topk.py`` reads a preset's; no install changes it."""
+    data = golden(version, "auto-picks-linear-topk")
+    facts = topk.facts(version)
+    assert facts is not None
+    found = data["sparse_indexer_topk"]
+    checked = 0
+    for target, shapes in found["index"].items():
+        spec = data["meta"]["targets"][target]
+        major, _, minor = (spec["capability"] or "").partition(".")
+        capability = (int(major), int(minor)) if major else None
+        for shape, by_world in shapes.items():
+            rows, k = (int(part.split("=")[1]) for part in shape.split(","))
+            backend, chain = topk.pick(facts, spec["kind"], capability, rows, k)
+            for outcome_id in by_world.values():
+                outcome = found["outcomes"][outcome_id]
+                assert backend == outcome["backend"], (target, shape)
+                expected = [
+                    (name, "ok" if verdict == "ok" else "refused", reason)
+                    for name, verdict, reason in outcome["chain"]
+                ]
+                assert chain == expected, (target, shape)
+                checked += 1
+    assert checked == 304
 
 
 def _resolve(args: list[str]) -> Resolution:

@@ -207,3 +207,13 @@ def test_zentorch_wna16_rename() -> None:
     at = where("cpu", "all", features={"zen": True})
     found = pick("int4_w4a16/gptq", "qwen3_moe", "TP1", at)
     assert (found.backend, found.kernel) == ("ZEN_CPU", "ZentorchExpertsWNA16")
+
+
+def test_cpu_fp8_no_kernel_fails_to_load() -> None:
+    # FM/oracle/fp8.py:509-514 returns NONE off CUDA/ROCm (no CPU class takes per-tensor FP8);
+    # quantization/fp8.py:703 then asserts an experts class while loading the weights.
+    found = pick("fp8_tensor/fp8_config.static", "qwen3_moe", "TP1", where("cpu", "pip"))
+    assert (found.status, found.backend, found.message) == ("no_kernel", "NONE", None)
+    assert found.fails
+    assert found.load_error is not None
+    assert "AssertionError" in found.load_error

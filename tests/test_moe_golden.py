@@ -1,8 +1,9 @@
-"""``--moe-backend auto`` against vLLM 0.33.0's own fused-MoE selection, executed on
-simulated targets (``golden/vllm-0.33.0/auto-picks-moe.json``): status, backend, experts
-class, every trial with vLLM's reason, and the error text, for every target, variant,
-model, parallel layout and install. Golden names are mapped to kernelcfg's inputs here
-only; the golden harness's own conventions are the named normalisations below."""
+"""``--moe-backend auto`` against vLLM 0.33.0's and 0.34.0's own fused-MoE selection,
+executed on simulated targets (``golden/vllm-X.Y.Z/auto-picks-moe.json``): status, backend,
+experts class, every trial with vLLM's reason, and the error text, for every target,
+variant, model, parallel layout and install. Golden names are mapped to kernelcfg's inputs
+here only; the golden harness's own conventions are the named normalisations below (the
+same in both releases)."""
 
 from __future__ import annotations
 
@@ -22,18 +23,24 @@ from kernelcfg.vllm.kernel_words import Where
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
-def _load() -> dict[str, Any]:
-    with (GOLDEN / "vllm-0.33.0" / "auto-picks-moe.json").open(encoding="utf-8") as fh:
+def _load(version: str) -> dict[str, Any]:
+    with (GOLDEN / f"vllm-{version}" / "auto-picks-moe.json").open(encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
 
 
 pytestmark = pytest.mark.golden
 
-DATA = _load()
-META, MOE = DATA["meta"], DATA["moe"]
+RECORDS = {"0.33.0": 13394, "0.34.0": 13742}
+"""The releases with executed MoE picks, and how many records each golden holds."""
+DATA = {version: _load(version) for version in RECORDS}
+META, MOE = DATA["0.33.0"]["meta"], DATA["0.33.0"]["moe"]
+"""0.33.0's meta and picks: the targets and model shapes (the same in 0.34.0's) that the
+per-release tests (``moe_release``) build their layers from."""
 MODEL = moe.model("0.33.0")
 INSTALL = {"bare": "minimal", "wheel": "pip", "docker": "image", "full": "all"}
+"""The golden worlds as kernelcfg's installs (0.34.0's ``cuda_toolkit`` piece, in docker
+and full, is the ``nvcc`` library of kernelcfg's ``image`` and ``all``)."""
 SLICES = {
     "fp8": ("fp8_tensor/", "fp8_channel/", "fp8_block/"),
     "mxfp4": ("mxfp4/",),
@@ -89,23 +96,31 @@ def layer(model: str, layout: str) -> dict[str, Any]:
     return moe.layer_features(features, moe.Layout(tp, dp, ep, backend))
 
 
-def where(target: str, world: str) -> Where:
-    """The golden target under one golden world."""
-    assert MODEL is not None
+def where(target: str, world: str, found_model: moe.MoeModel | None = MODEL) -> Where:
+    """The golden target under one golden world, for one release's data (0.33.0's by
+    default)."""
+    assert found_model is not None
     spec = META["targets"][target]
     env = {"VLLM_USE_FLASHINFER_MOE_INT4": "1"} if world == "full" else {}
     # NORMALISATION full-world-AITER-env-on-ROCm-only: the golden's `full` world lists
     # VLLM_ROCM_USE_AITER=1, but its CUDA/CPU/XPU records were taken without it (with it,
-    # oracle/fp8.py:506 would force AITER everywhere); it is applied on ROCm only.
+    # oracle/fp8.py:506 (0.34.0: :481) would force AITER everywhere); it is applied on
+    # ROCm only.
     if world == "full" and spec["kind"] == "rocm":
         env["VLLM_ROCM_USE_AITER"] = "1"
     found = kernel_words.where(
-        MODEL.data, spec["kind"], spec.get("capability"), spec.get("gfx_arch"), INSTALL[world], env
+        found_model.data,
+        spec["kind"],
+        spec.get("capability"),
+        spec.get("gfx_arch"),
+        INSTALL[world],
+        env,
     )
     features = dict(found.features)
     # NORMALISATION zentorch-probe-in-full: the golden's `full` world stubs vLLM's
-    # has_zentorch_op() (zentorch_utils.py:35) on every platform; the data reads its
-    # is_zen_cpu() as the host feature `zen`, so `full` gets `zen` on every kind.
+    # has_zentorch_op() (zentorch_utils.py:35; 0.34.0: kernels/linear/zentorch_utils.py:35)
+    # on every platform; the data reads its is_zen_cpu() as the host feature `zen`, so
+    # `full` gets `zen` on every kind.
     if world == "full":
         features["zen"] = True
     return dataclasses.replace(found, features=features, device_name=spec["device_name"])
@@ -116,7 +131,8 @@ def _reason(text: str | None, layout: str, fnuz: bool) -> str | None:
     """The golden's reason normalisation (meta.record_fields.normalisation): the device
     name (and all after it) becomes 'current device', FusedMoEParallelConfig(...) the
     layout label; and NORMALISATION fn-for-fnuz: on gfx94x the golden prints FP8 keys as
-    f8e4m3fn where vLLM's quant_utils.FP8_DTYPE is float8_e4m3fnuz (rocm.py:1258)."""
+    f8e4m3fn where vLLM's quant_utils.FP8_DTYPE is float8_e4m3fnuz (rocm.py:1258; 0.34.0:
+    rocm.py:1296-1303)."""
     if text is None:
         return None
     text = re.sub(r"current device.*", "current device", text, flags=re.S)
@@ -159,13 +175,18 @@ def _slice(variant: str) -> str:
     return next(s for s, prefixes in SLICES.items() if variant.startswith(prefixes))
 
 
-def run_all() -> tuple[collections.Counter[tuple[str, str]], collections.Counter[str], list[Any]]:
-    """Every golden record: (slice, field) matches, records per slice, mismatches."""
-    assert MODEL is not None
+def run_all(
+    version: str = "0.33.0",
+) -> tuple[collections.Counter[tuple[str, str]], collections.Counter[str], list[Any]]:
+    """Every golden record of one release: (slice, field) matches, records per slice,
+    mismatches."""
+    found = moe.model(version)
+    assert found is not None
+    picks = DATA[version]["moe"]
     good: collections.Counter[tuple[str, str]] = collections.Counter()
     total: collections.Counter[str] = collections.Counter()
     wrong = []
-    for target, by_variant in MOE["index"].items():
+    for target, by_variant in picks["index"].items():
         gfx = META["targets"][target].get("gfx_arch") or ""
         fnuz = gfx.startswith("gfx94")
         for variant, by_model in by_variant.items():
@@ -174,8 +195,8 @@ def run_all() -> tuple[collections.Counter[tuple[str, str]], collections.Counter
                 for layout, by_world in by_layout.items():
                     feats = layer(model_name, layout)
                     for world, oid in by_world.items():
-                        pick = MODEL.pick(variant, feats, where(target, world))
-                        result = compare(pick, MOE["outcomes"][oid], layout, fnuz)
+                        pick = found.pick(variant, feats, where(target, world, found))
+                        result = compare(pick, picks["outcomes"][oid], layout, fnuz)
                         total[part] += 1
                         for name, ok in result.items():
                             good[(part, name)] += ok
@@ -196,16 +217,17 @@ def table(good: collections.Counter[tuple[str, str]], total: collections.Counter
     return "\n".join(lines)
 
 
-def test_moe_walk_is_vllms(capsys: pytest.CaptureFixture[str]) -> None:
-    good, total, wrong = run_all()
+@pytest.mark.parametrize("version", list(RECORDS))
+def test_moe_walk_is_vllms(version: str, capsys: pytest.CaptureFixture[str]) -> None:
+    good, total, wrong = run_all(version)
     with capsys.disabled():
-        print("\n" + table(good, total))
+        print(f"\nvLLM {version}\n" + table(good, total))
         classes = collections.Counter(
             (w[1].split("/")[0], w[4], tuple(k for k, v in w[6].items() if not v)) for w in wrong
         )
         for cls, n in classes.most_common(30):
             print("  mismatch", n, cls)
-    assert sum(total.values()) == 13394
+    assert sum(total.values()) == RECORDS[version]
     assert wrong == []
 
 

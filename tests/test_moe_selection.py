@@ -1,6 +1,7 @@
 """``selection.moe_backend`` end to end: a model's config.json and a ``vllm serve`` line's
-parallel flags, through the checkpoint reader and the resolve, against vLLM 0.33.0's own
-picks (golden/vllm-0.33.0/auto-picks-moe.json) for the formats a config.json names."""
+parallel flags, through the checkpoint reader and the resolve, against vLLM 0.33.0's and
+0.34.0's own picks (golden/vllm-X.Y.Z/auto-picks-moe.json) for the formats a config.json
+names, with exit 1 wherever vLLM fails to start."""
 
 from __future__ import annotations
 
@@ -17,11 +18,18 @@ from .cli_helpers import run
 pytestmark = pytest.mark.golden
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = json.loads(
-    (Path(__file__).resolve().parent / "golden" / "vllm-0.33.0" / "auto-picks-moe.json").read_text()
-)
-MOE = GOLDEN["moe"]
-SHAPES = GOLDEN["meta"]["moe_models"]
+RELEASES = ("0.33.0", "0.34.0")
+"""The releases with executed MoE picks."""
+GOLDEN = {
+    version: json.loads(
+        (
+            Path(__file__).resolve().parent / "golden" / f"vllm-{version}" / "auto-picks-moe.json"
+        ).read_text()
+    )
+    for version in RELEASES
+}
+SHAPES = GOLDEN["0.33.0"]["meta"]["moe_models"]
+"""The golden model shapes (the same in both releases)."""
 
 # Golden installs kernelcfg names (the golden's `full` world has harness conventions of its
 # own, see test_moe_golden.py; it is left out here).
@@ -93,16 +101,16 @@ def _layout_flags(layout: str) -> list[str]:
     return ["-dp", "8", "--enable-expert-parallel", "--all2all-backend", backend]
 
 
-def _cases() -> list[tuple[str, str, str, str, str]]:
+def _cases(version: str) -> list[tuple[str, str, str, str, str]]:
     cases = []
-    for target, by_variant in MOE["index"].items():
+    for target, by_variant in GOLDEN[version]["moe"]["index"].items():
         for (variant, model), _ in CONFIGS.items():
             for layout, worlds in by_variant.get(variant, {}).get(model, {}).items():
                 cases += [(target, variant, model, layout, w) for w in worlds if w in INSTALL]
     return cases
 
 
-CASES = _cases()
+CASES = {version: _cases(version) for version in RELEASES}
 
 
 @pytest.fixture(scope="module")
@@ -115,19 +123,24 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], s
     return out
 
 
-def test_the_grid_is_wide() -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_grid_is_wide(version: str) -> None:
     assert len(CONFIGS) >= 12
-    assert len(CASES) > 2000
-    assert {c[0] for c in CASES} >= {"h100", "b200", "mi300x", "cpu", "xpu"}
+    assert len(CASES[version]) > 2000
+    assert {c[0] for c in CASES[version]} >= {"h100", "b200", "mi300x", "cpu", "xpu"}
 
 
-def test_resolve_picks_what_vllm_picks(folders: dict[tuple[str, str], str]) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_resolve_picks_what_vllm_picks(version: str, folders: dict[tuple[str, str], str]) -> None:
+    """Status, backend and experts class as vLLM's; exit 1 wherever vLLM raises or finds
+    no kernel (its FP8 methods then fail to load the weights), the install being named."""
+    picks = GOLDEN[version]["moe"]
     wrong = []
-    for target, variant, model, layout, world in CASES:
-        want = MOE["outcomes"][MOE["index"][target][variant][model][layout][world]]
+    for target, variant, model, layout, world in CASES[version]:
+        want = picks["outcomes"][picks["index"][target][variant][model][layout][world]]
         argv = [
             "--vllm-version",
-            "0.33.0",
+            version,
             "--device",
             DEVICE.get(target, target),
             "--install",
@@ -144,7 +157,7 @@ def test_resolve_picks_what_vllm_picks(folders: dict[tuple[str, str], str]) -> N
             want["status"],
             backend if want["status"] == "selected" else got["backend"],
             want.get("experts"),
-        ):
+        ) or (want["status"] != "selected" and result.exit_code() != 1):
             wrong.append((target, variant, model, layout, world, got["status"], got["kernel"]))
     assert wrong == []
 
@@ -176,6 +189,34 @@ def test_no_kernel_is_an_error_with_the_installs_that_work(tmp_path: Path) -> No
         problems = [p for p in result.problems if p.code == "moe-no-kernel"]
         assert bool(problems) == (statuses[install] == "error")
     assert "selected" in statuses.values() or "error" in statuses.values()
+
+
+@pytest.mark.parametrize("version", ["0.29", "0.30", "0.31", "0.32", "0.33", "0.34"])
+def test_no_fp8_moe_kernel_on_cpu_fails_to_load(tmp_path: Path, version: str) -> None:
+    """Per-tensor FP8 experts on a CPU: vLLM's FP8 oracle returns NONE off CUDA and ROCm
+    (0.34.0 oracle/fp8.py:509-514) instead of raising, and the FP8 method then asserts an
+    experts class while loading the weights (quantization/fp8.py:703): an error under
+    every install, exit 1, though the selection's status stays vLLM's ``no_kernel``."""
+    config = CONFIGS[("fp8_tensor/fp8_config.static", "qwen3_moe")]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    flags = ["--vllm-version", version, "--device", "cpu", "--hf-config-path", str(tmp_path)]
+    result = pipeline.resolve_args(flags)
+    assert not isinstance(result, pipeline.Failure)
+    assert result.selection["moe_backend"]["status"] == "no_kernel"
+    problem = next(p for p in result.problems if p.code == "moe-no-kernel")
+    assert problem.severity == "error"
+    assert problem.message.startswith("MoE layers on cpu: under every install vLLM raises")
+    assert problem.message.endswith("(AssertionError: assert self.experts_cls is not None)")
+    assert result.exit_code() == 1
+
+
+def test_why_says_a_cpu_fp8_moe_layer_fails_to_load(tmp_path: Path) -> None:
+    config = CONFIGS[("fp8_tensor/fp8_config.static", "qwen3_moe")]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    flags = ["--vllm-version", "0.34", "--device", "cpu", "--hf-config-path", str(tmp_path)]
+    out = run("why", "moe", *flags)
+    assert out.exit_code == 1, out.stderr
+    assert out.stdout.splitlines()[-1] == "error: vLLM raises under every install"
 
 
 def test_a_dense_model_has_no_moe_selection(tmp_path: Path) -> None:

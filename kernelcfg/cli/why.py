@@ -118,14 +118,16 @@ def why(
 def _verdict(key: str, picked: dict[str, Any], result: Any) -> tuple[int, list[str]]:
     """Where vLLM finds nothing: the exit code by the install rule (1 when its problem is
     an error: the install was named, or every install refuses; 0 when a warning) and a
-    line naming the installs that refuse and those that run."""
-    if picked["status"] != "error":
-        return 0, []
+    line naming the installs that refuse and those that run. An MoE ``no_kernel`` counts
+    where the engine found that loading then fails (its problem says so)."""
     codes = _VERDICTS.get(key, ())
     found = [p for p in result.problems if p.code in codes]
+    if picked["status"] != "error" and not (picked["status"] == "no_kernel" and found):
+        return 0, []
     severity = "warning" if found and all(p.severity != "error" for p in found) else "error"
     outcomes = picked.get("by_install") or {}
-    works = [i for i, said in outcomes.items() if "error" not in said.split("/")]
+    failed = {"error", "no_kernel"}
+    works = [i for i, said in outcomes.items() if not failed & set(said.split("/"))]
     refusing = [i for i in outcomes if i not in works]
     line = (
         f"{severity}: vLLM raises with --install {' or '.join(refusing)}; with --install "

@@ -289,7 +289,7 @@ def _select(
         ),
         "install": inputs.install,
         "install_given": inputs.install_given,
-        "message": gloss(first.message, wheres[inputs.install])
+        "message": gloss(first.message or first.load_error, wheres[inputs.install])
         if agree
         else "the checkpoint's format decides",
         "checkpoint": why,
@@ -306,21 +306,23 @@ def _select(
     }
     if len(set(outcomes.values())) > 1:
         data["by_install"] = outcomes
-    return data, _problem(picks, inputs, target, data["message"] if agree else first.message)
+    message = data["message"] if agree else first.message or first.load_error
+    return data, _problem(picks, inputs, target, message)
 
 
 def _problem(
     picks: Mapping[str, Mapping[str, Pick]], inputs: Inputs, target: Target, message: str | None
 ) -> Problem | None:
     """An error when vLLM raises under the install named, or under every install; a
-    warning naming the installs that raise otherwise."""
+    warning naming the installs that raise otherwise. Raising includes finding no
+    kernel where the quantisation method then fails to load the weights."""
     first = next(iter(picks[inputs.install].values()))
-    if first.status != "error":
+    if not first.fails:
         return None
     works = [
         install
         for install, by_variant in picks.items()
-        if all(p.status != "error" for p in by_variant.values())
+        if not any(p.fails for p in by_variant.values())
     ]
     severity, refusing = inputs.refused_under(works)
     return Problem(

@@ -10,6 +10,7 @@ vLLM does: it names no backend itself. Conditions are :mod:`kernelcfg.vllm.kerne
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Mapping
@@ -76,6 +77,15 @@ class Pick:
     chosen_by: str = "oracle"
     """``oracle`` (the oracle's walk) or ``inline`` (the quantisation method or the layer
     config decided without it)."""
+    load_error: str | None = None
+    """For ``no_kernel``: how vLLM then fails while loading the model (the quantisation
+    method needs the experts class the oracle did not give), when it does."""
+
+    @property
+    def fails(self) -> bool:
+        """Whether vLLM fails to start with this layer: the selection raised, or it found
+        no kernel and loading the weights then fails."""
+        return self.status == "error" or self.load_error is not None
 
 
 @dataclass
@@ -527,7 +537,8 @@ class MoeModel:
         {last_reason} (the last class's reason alone: 0.30's W4A8 oracle)."""
         spec = run.spec["no_candidate"]
         if not holds(spec["raises_when"], where, run.feats):
-            return self._finish(run, "no_kernel", "NONE", None, None)
+            found = self._finish(run, "no_kernel", "NONE", None, None)
+            return dataclasses.replace(found, load_error=spec.get("load_error"))
         refused = [t for t in run.trials if t.verdict == "refused" and t.kernel is not None]
         message = self._text(
             spec["error"],
