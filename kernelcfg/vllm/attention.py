@@ -255,9 +255,13 @@ class _Context:
             head_size = self.f.head_size
             version = self.fa_version(head_size, self.f.has_sink, self.f.block_size, True)
         major = self.p.major
-        return ((version == 3 or (version == 4 and head_size in (None, 512))) and major == 9) or (
-            version == 4 and major == 10
-        )
+        sm90_fa4 = version == 4 and head_size in (None, 512) and self._fa4_fp8_kv_on_sm90()
+        return ((version == 3 or sm90_fa4) and major == 9) or (version == 4 and major == 10)
+
+    def _fa4_fp8_kv_on_sm90(self) -> bool:
+        """Whether FA4 serves an FP8 KV cache on SM90 (head size 512, from vLLM 0.31.0);
+        0.29.0 and 0.30.0 take FP8 KV on SM90 from FA3 only."""
+        return bool(self.facts["flash_attn"].get("fp8_kv_sm90_fa4", True))
 
 
 def _tri_in(value: Any, allowed: list[Any]) -> Tri:
@@ -543,10 +547,10 @@ class Selector:
             return False
         if rule == "flash_attn" and kv_quantized(kv):
             return ctx.fa_supports_kv(shaped=False)
-        if rule == "flashinfer" and kv.startswith("nvfp4"):
-            if ctx.p.major in (8, 9, 12):
-                return kv == "nvfp4"
-            return ctx.p.major == 10 and ctx.has("flashinfer")
+        if rule in ("flashinfer", "flashinfer_trtllm") and kv.startswith("nvfp4"):
+            if rule == "flashinfer" and ctx.p.major in (8, 9, 12):
+                return kv == "nvfp4"  # FA2's NVFP4 path (from vLLM 0.32.0)
+            return ctx.p.major == 10 and ctx.has("flashinfer")  # TRT-LLM on SM100
         return True
 
     @staticmethod
@@ -606,9 +610,9 @@ class Selector:
 
     def _select(self, requested: str | None, features: Features, platform: Platform) -> Selection:
         if platform.kind == "cpu":
-            return _cpu(self.data["platforms"]["cpu"]["kv_cache_dtypes"], requested, features)
+            return _cpu(self.data["platforms"]["cpu"].get("kv_cache_dtypes"), requested, features)
         if platform.kind == "xpu":
-            return _xpu(requested, features)
+            return _xpu(requested, features, self.data["platforms"].get("xpu", {}).get("mla"))
         if platform.kind not in self.data["platforms"]:
             return Selection(
                 requested or "auto",
@@ -676,13 +680,17 @@ def _swapped(order: list[str], swaps: list[Mapping[str, Any]], ctx: _Context) ->
     return order
 
 
-def _cpu(listed: list[str], requested: str | None, f: Features) -> Selection:
+def _cpu(listed: list[str] | None, requested: str | None, f: Features) -> Selection:
     """``CpuPlatform.get_attn_backend_cls``: a decision tree that never validates and
-    ignores a backend it does not take; the host's ISA (AMX, AVX-512) decides the rest."""
+    ignores a backend it does not take; the host's ISA (AMX, AVX-512) decides the rest.
+    ``listed``: the KV-cache dtypes the tree accepts (``None``: before vLLM 0.33.0 it
+    checks none while selecting)."""
     asked = requested or "auto"
     kv = f.kv_cache_dtype
     if f.use_sparse:
         refusal = "NotImplementedError: Sparse Attention is not supported on CPU."
+    elif listed is None:
+        return _cpu_pick(asked, requested, f)
     elif f.use_mla and kv_quantized(kv):
         refusal = f"ValueError: --kv-cache-dtype {kv} is not supported by MLA attention on CPU."
     elif f.use_mla is False and kv not in listed:
@@ -721,9 +729,10 @@ def _ignored(
     return Selection(asked, "ignored", pick.backend, pick.candidates, pick.message)
 
 
-def _xpu(requested: str | None, f: Features) -> Selection:
+def _xpu(requested: str | None, f: Features, mla_only: str | None = None) -> Selection:
     """``XPUPlatform.get_attn_backend_cls``: a decision tree; an explicit value it has no
-    branch for is refused."""
+    branch for is refused. ``mla_only``: the one backend every MLA model takes, whatever
+    is asked (vLLM 0.29.0-0.31.0: TRITON_MLA)."""
     asked = requested or "auto"
     if f.kv_cache_dtype.startswith("turboquant_"):
         return _ignored(asked, requested, Selection(asked, "selected", "TURBOQUANT", ()), ())
@@ -732,7 +741,7 @@ def _xpu(requested: str | None, f: Features) -> Selection:
         return _ignored(asked, requested, pick, ("XPU_MLA_SPARSE",))
     if f.use_mla is None or f.use_sparse is None:
         return Selection(asked, "depends", None, (), "the model's attention kind decides")
-    taken = _xpu_mla(requested, f) if f.use_mla else _xpu_mha(requested, f)
+    taken = (mla_only or _xpu_mla(requested, f)) if f.use_mla else _xpu_mha(requested, f)
     if taken is None:
         refusal = f"ValueError: Invalid attention backend for xpu, with use_mla: {f.use_mla}"
         return Selection(asked, "error", None, (), refusal)
@@ -810,6 +819,8 @@ def _sink(facts: Mapping[str, Any], ctx: _Context) -> Tri:
         answer = any(g in (ctx.p.arch or "") for g in ("gfx942", "gfx950"))
     elif rule == "trtllm":
         answer = ctx.has("flashinfer") and (ctx.p.capability == (9, 0) or ctx.p.major in (10, 12))
+    elif rule == "trtllm_sm100_sm120":  # vLLM 0.29.0: no TRT-LLM sinks on SM90 yet
+        answer = ctx.has("flashinfer") and ctx.p.major in (10, 12)
     else:
         answer = bool(rule)
     if ctx.f.has_sink is None:
