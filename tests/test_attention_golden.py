@@ -37,23 +37,6 @@ INSTALL = {"wheel": "pip", "docker": "image", "extras": "all"}
 """The golden worlds as kernelcfg's installs (CPU's host-ISA worlds are all ``pip``)."""
 CASES = [(v, t) for v in RELEASES for t in golden(v, "attention-picks")["meta"]["targets"]]
 """Every (release, golden target)."""
-KNOWN_GAPS = {
-    ("0.34.0", target): "FLASH_ATTN_DIFFKV with sinks and an fp8 KV cache on SM90: vLLM "
-    "upgrades FA3 to FA4 for its head_size_v (128) unlike head_size, then refuses fp8 KV; "
-    "kernelcfg's get_flash_attn_version has no head_size_v"
-    for target in ("h100", "h200")
-}
-"""(release, target) whose explicit verdicts miss a refusal kernelcfg does not model yet."""
-
-
-def _gapped(cases: list[tuple[str, str]]) -> list[Any]:
-    """The cases, a known gap marked as a strict expected failure."""
-    return [
-        pytest.param(*case, marks=pytest.mark.xfail(reason=KNOWN_GAPS[case], strict=True))
-        if case in KNOWN_GAPS
-        else case
-        for case in cases
-    ]
 
 
 def _data(version: str) -> dict[str, Any]:
@@ -99,7 +82,7 @@ def _select(
     return model.select(backend, _features(version, feature), where)
 
 
-@pytest.mark.parametrize(("version", "target"), _gapped(CASES))
+@pytest.mark.parametrize(("version", "target"), CASES)
 def test_explicit_backends_error_exactly_where_vllm_refuses(version: str, target: str) -> None:
     data = _data(version)
     worlds = data["meta"]["targets"][target]["worlds"]
@@ -118,7 +101,7 @@ def test_explicit_backends_error_exactly_where_vllm_refuses(version: str, target
 
 
 @pytest.mark.parametrize(
-    ("version", "target"), _gapped([(v, t) for v, t in CASES if t not in ("cpu", "xpu")])
+    ("version", "target"), [(v, t) for v, t in CASES if t not in ("cpu", "xpu")]
 )
 def test_honoured_and_refused_install_by_install(version: str, target: str) -> None:
     """On CUDA and ROCm each install's outcome is vLLM's: honoured or refused (another
@@ -197,6 +180,35 @@ def test_034_walks_triton_before_rocm_attn_on_gfx1100(kv: str) -> None:
         order = model.priorities(found, where)
         assert order is not None
         assert next(b for b in order if b in ("ROCM_ATTN", "TRITON_ATTN")) == first, version
+
+
+@pytest.mark.parametrize(
+    ("head", "sinks", "device", "flash_attn", "diff_kv"),
+    [
+        (64, True, "h100", "selected", "error"),
+        (128, True, "h100", "selected", "selected"),
+        (64, False, "h100", "selected", "selected"),
+        (192, False, "b200", "error", "selected"),
+    ],
+)
+def test_034_diffkv_reads_its_v_head_size(
+    head: int, sinks: bool, device: str, flash_attn: str, diff_kv: str
+) -> None:
+    """vLLM 0.34.0 checks an FP8 KV cache with the backend's own V head size
+    (flash_attn.py:499), FLASH_ATTN_DIFFKV's 128 (flash_attn_diffkv.py:37): with sinks and
+    a QK head size unlike it, SM90 upgrades FA3 to FA4 (fa_utils.py:154), which takes FP8
+    KV only at 512 (fa_utils.py:308); on SM100, 192 with V 128 keeps FA4 (fa_utils.py:201).
+    FLASH_ATTN has none (its V is its QK head size), and 0.33.0 gives both the QK one."""
+    spec = FEATURES["mha.h64.bf16.kv-fp8.sinks" if sinks else "mha.h64.bf16.kv-fp8"]
+    hf = {**spec["hf_config"], "head_dim": head}
+    for version, expected in (("0.34.0", (flash_attn, diff_kv)), ("0.33.0", (flash_attn,) * 2)):
+        model = _selector(version)
+        found = attention.features(model, hf, None, kv_cache_dtype="fp8")
+        where = attention.platform_of(model, PRESETS[device], "pip", {})
+        got = tuple(
+            model.select(name, found, where).status for name in ("FLASH_ATTN", "FLASH_ATTN_DIFFKV")
+        )
+        assert got == expected, version
 
 
 def _resolve(args: list[str]) -> Resolution:

@@ -201,11 +201,32 @@ class _Context:
         has_sinks: bool = False,
         block_size: int | None = None,
         hd256: bool = False,
+        head_size_v: int | None = None,
     ) -> int | None:
-        """``get_flash_attn_version`` on CUDA (``None``: no usable version)."""
+        """``get_flash_attn_version`` on CUDA (``None``: no usable version);
+        ``head_size_v``: the V head size where it may differ from ``head_size``
+        (FlashAttention-DiffKV's), ``None`` where it is the same."""
         major = self.p.major
         if major is None:
             return None
+        version = self._fa_requested(major)
+        if version == 3 and major == 9 and self.fa_available(4):
+            version = 4 if _fa3_to_fa4(head_size, head_size_v, has_sinks) else 3
+        if (
+            version == 4
+            and major in (10, 11)
+            and _fa4_hd256(head_size, head_size_v)
+            and (not hd256 or self._hd256_fallback(has_sinks, block_size))
+        ):
+            version = 2
+        if version == 4 and major >= 10 and not _fa4_tmem_fits(head_size, head_size_v):
+            version = 2
+        return version if self.fa_available(version) else None
+
+    def _fa_requested(self, major: int) -> int:
+        """The version before the shape's fallbacks: the platform's default (FA3 on
+        SM90, FA4 on SM100), or ``-ac.flash_attn_version``; FA3 asked on SM10x+ is FA4
+        where available, else FA2."""
         if major == 9 and self.fa_available(3):
             version = 3
         elif major == 10 and self.fa_available(4):
@@ -216,24 +237,7 @@ class _Context:
             version = self.f.flash_attn_version
         if major >= 10 and version == 3:
             version = 4 if self.fa_available(4) else 2
-        if version == 3 and major == 9 and self.fa_available(4) and (head_size or 0) > 256:
-            version = 4
-        if (
-            version == 4
-            and head_size == 256
-            and major in (10, 11)
-            and (not hd256 or self._hd256_fallback(has_sinks, block_size))
-        ):
-            version = 2
-        if (
-            version == 4
-            and major >= 10
-            and head_size is not None
-            and head_size > 128
-            and head_size != 256
-        ):
-            version = 2
-        return version if self.fa_available(version) else None
+        return version
 
     def _hd256_fallback(self, has_sinks: bool, block_size: int | None) -> bool:
         if has_sinks or kv_quantized(self.f.kv_cache_dtype):
@@ -242,9 +246,10 @@ class _Context:
             return True
         return block_size is not None and block_size % 128 != 0
 
-    def fa_supports_kv(self, *, shaped: bool = True) -> bool | None:
+    def fa_supports_kv(self, *, shaped: bool = True, head_size_v: int | None = None) -> Tri:
         """``flash_attn_supports_kv_cache_dtype``: with the layer's shape (its
-        ``supports_combination``), or without one (``supports_kv_cache_dtype``)."""
+        ``supports_combination``; ``head_size_v`` the backend's V head size where it has
+        its own), or without one (``supports_kv_cache_dtype``)."""
         if self.f.kv_cache_dtype == "fp8_e5m2":
             return False
         head_size: int | None = None
@@ -253,15 +258,44 @@ class _Context:
             if self.f.head_size is None or self.f.has_sink is None:
                 return None
             head_size = self.f.head_size
-            version = self.fa_version(head_size, self.f.has_sink, self.f.block_size, True)
+            version = self.fa_version(
+                head_size, self.f.has_sink, self.f.block_size, True, head_size_v
+            )
         major = self.p.major
-        sm90_fa4 = version == 4 and head_size in (None, 512) and self._fa4_fp8_kv_on_sm90()
+        sm90_fa4 = (
+            version == 4
+            and head_size in (None, 512)
+            and head_size_v in (None, 512)
+            and self._fa4_fp8_kv_on_sm90()
+        )
         return ((version == 3 or sm90_fa4) and major == 9) or (version == 4 and major == 10)
 
     def _fa4_fp8_kv_on_sm90(self) -> bool:
         """Whether FA4 serves an FP8 KV cache on SM90 (head size 512, from vLLM 0.31.0);
         0.29.0 and 0.30.0 take FP8 KV on SM90 from FA3 only."""
         return bool(self.facts["flash_attn"].get("fp8_kv_sm90_fa4", True))
+
+
+def _fa3_to_fa4(head_size: int | None, head_size_v: int | None, has_sinks: bool) -> bool:
+    """SM90 shapes FA3 cannot serve and FA4 can: a head size over 256, or sinks with a V
+    head size unlike the QK one (DiffKV)."""
+    if head_size is None:
+        return False
+    diff_kv = head_size_v is not None and head_size_v != head_size
+    return head_size > 256 or (has_sinks and diff_kv)
+
+
+def _fa4_hd256(head_size: int | None, head_size_v: int | None) -> bool:
+    """``uses_fa4_hd256_kernel``: FA4's dedicated head size 256 kernel (V 256 too)."""
+    return head_size == 256 and head_size_v in (None, 256)
+
+
+def _fa4_tmem_fits(head_size: int | None, head_size_v: int | None) -> bool:
+    """FA4's head sizes on Blackwell, bounded by TMEM: up to 128, 256 (V 256), or 192
+    with V 128."""
+    if head_size is None or head_size <= 128:
+        return True
+    return _fa4_hd256(head_size, head_size_v) or (head_size == 192 and head_size_v == 128)
 
 
 def _tri_in(value: Any, allowed: list[Any]) -> Tri:
@@ -352,6 +386,7 @@ _PREDICATES: dict[str, Callable[[_Context, Any], Tri]] = {
     "hf_not_multiple": _hf_not_multiple,
     "num_heads_not_in": lambda c, v: _not(_tri_in(c.f.num_heads, v)),
     "fa_kv_refused": lambda c, v: _not(c.fa_supports_kv()) if v else c.fa_supports_kv(),
+    "fa_kv_refused_v": lambda c, v: _not(c.fa_supports_kv(head_size_v=v)),
     "fa_version_not_in": _fa_version_not_in,
     "kind_not": lambda c, v: c.p.kind != v,
     "block_size_not_multiple_of": lambda c, v: (
