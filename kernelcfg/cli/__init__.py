@@ -9,6 +9,7 @@ from typer.models import CommandInfo
 
 from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
     backends,
+    cache,
     diff,
     explain,
     lint_env,

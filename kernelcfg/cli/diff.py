@@ -24,8 +24,8 @@ from kernelcfg.cli.common import (
         "  kernelcfg diff --a '--moe-backend triton' --b '--moe-backend cutlass' --device h100\n\n"
         "  kernelcfg diff yesterday.json today.json\n\n"
         "  kernelcfg diff --a '--vllm-version 0.32' --b '--vllm-version 0.33' --device b200\n\n"
-        "Exit codes (as kubectl diff): 0 same hashes, 1 a different kernel or attention hash, "
-        "2 unusable input."
+        "Exit codes (as kubectl diff): 0 same hashes and compile-cache key parts, 1 a "
+        "different kernel-config or attention hash or compile-cache key, 2 unusable input."
     ),
 )
 def diff(
@@ -50,9 +50,11 @@ def diff(
     Names each hash factor that differs (field, A value, B value), the IR-op lists and
     provider files behind a differing IR sub-hash, the attention-config fields that
     differ (the attention config has its own hash), and, apart, the fields that differ
-    but are not hashed. Both hashes are factors of vLLM's compile-cache key, which also
-    holds the environment, the rest of the engine config (-tp, -O, ...), the traced code
-    and the compiler: equal hashes here do not mean one compile cache.
+    but are not hashed. Both hashes are factors of vLLM's compile-cache key; the launch's
+    other parts of that key (the environment and the whole engine config: -tp, -O, the
+    model ...) are compared too, and each difference named (as `kernelcfg cache explain`
+    does). The traced code and the compiler belong to the install: compare caches with
+    `kernelcfg cache explain` for those.
     """
 
     from rich.console import Group
@@ -75,7 +77,8 @@ def diff(
         data = diff_mod.compare(diff_mod.load_side(a, common), diff_mod.load_side(b, common))
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None
-    code = 0 if data["same_hash"] and data["same_attention_hash"] else 1
+    same_key = data["same_compile_cache_key"] is not False
+    code = 0 if data["same_hash"] and data["same_attention_hash"] and same_key else 1
     if fmt is ListFormat.json:
         write_json(data)
         raise typer.Exit(code)
@@ -101,6 +104,9 @@ def diff(
                 "attention field", "attention config (its own hash)", data, "attention_differences"
             )
         )
+    parts += [
+        plain(f"compile-cache key: {row['message']}") for row in data["compile_cache"]["findings"]
+    ]
     if data["not_hashed_differences"]:
         parts.append(
             _differences(

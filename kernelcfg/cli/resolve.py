@@ -170,8 +170,9 @@ def resolve(
         )
     if cells:
         raise refuse("--matrix expands --batch lines; give --batch FILE too", 2)
-    result = pipeline.resolve_args(flags)
     fmt = fmt or Format.table
+    wanted = fmt in (Format.json, Format.yaml)
+    result = pipeline.resolve_args(flags, pipeline.Request(want_compile_cache=wanted))
     data = render.as_data(result, strict=strict, sources=explain_sources)
     code = exit_code(result, fail_on)
     # GitHub shows the annotations on stdout; the same lines on stderr would show twice.

@@ -23,6 +23,7 @@ class SchemaOf(StrEnum):
     versions_compare = "versions-compare"
     backends = "backends"
     diff = "diff"
+    cache_explain = "cache-explain"
     explain = "explain"
     lint_env = "lint-env"
     scan = "scan"
@@ -44,8 +45,8 @@ def schema(
     --of kernel-config (default): what --kernel-config takes. --of config-file:
     the kernel-relevant keys of a vllm serve --config YAML file. Both are
     stricter than vLLM: canonical names and true/false only. --of resolve,
-    batch-line, versions, versions-compare, backends, diff, explain, lint-env,
-    scan, why: the shape of that command's --format json output.
+    batch-line, versions, versions-compare, backends, diff, cache-explain,
+    explain, lint-env, scan, why: the shape of that command's --format json output.
     """
 
     import json

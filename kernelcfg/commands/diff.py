@@ -1,5 +1,7 @@
-"""Why two configurations hash differently: the hash factors that differ, and the
-fields that differ but cannot explain a compile-cache miss.
+"""Why two configurations hash differently: the kernel-config hash factors that differ,
+the fields that differ but cannot explain a compile-cache miss, and (through
+``commands.cache_key``, the engine of ``cache explain``) the env and config parts of the
+compile-cache key that differ.
 
 A side is a set of vLLM flags, a ``--config`` YAML file, or a saved
 ``kernelcfg resolve --format json`` output. Context flags (target, release,
@@ -17,6 +19,7 @@ from kernelcfg.base.bounded import loads_json, one_line, read_text, shown
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, resolve_args
 from kernelcfg.vllm import attention_config, releases
+from kernelcfg.vllm.compile_cache import CacheKey
 
 __all__ = ["Side", "compare", "load_side"]
 
@@ -41,6 +44,9 @@ class Side:
     """The attention config (the release's defaults where none was given)."""
     attention_hash: str | None = None
     """Its hash; ``None`` where the release or the saved output has none."""
+    cache_key: CacheKey | None = None
+    """The launch's compile-cache key parts (env and config); ``None`` for a saved
+    output that holds none."""
 
 
 MAX_SAVED_BYTES = 2 * 1024 * 1024
@@ -89,6 +95,27 @@ def _from_saved(path: str) -> Side:
         data["hash_factors"],
         attention if isinstance(attention, dict) else (found.defaults if found else None),
         hashed if isinstance(hashed, str) else None,
+        _saved_key(data.get("compile_cache"), data["vllm_version"]),
+    )
+
+
+def _saved_key(saved: Any, version: str) -> CacheKey | None:
+    """The key parts a saved resolve's ``compile_cache`` holds, if any."""
+    from kernelcfg.commands.cache_key import key_scheme
+
+    if not isinstance(saved, dict):
+        return None
+    env = saved.get("env_factors")
+    parts = saved.get("config_parts")
+    factors = saved.get("config_factors")
+    config_hash = saved.get("config_hash")
+    return CacheKey(
+        key_scheme(version),
+        env_factors=env if isinstance(env, dict) else None,
+        config_factors=factors if isinstance(factors, dict) else None,
+        config_parts=parts if isinstance(parts, dict) else {},
+        config_hash=config_hash if isinstance(config_hash, str) else None,
+        version=version,
     )
 
 
@@ -126,8 +153,19 @@ def load_side(spec: str, common: Sequence[str] = ()) -> Side:
     if result.hash is None or result.hash_factors is None or result.kernel_config is None:
         reason = next((p.message for p in result.problems if p.severity == "error"), "")
         raise ArgumentError(f"{shown(spec)} has no hash: {reason}")
+    import os
+
+    from kernelcfg.commands.cache_key import launch_key
+
     found = attention_config.facts(result.release.version)
     attention = result.attention
+    key, notes = launch_key(result, os.environ)
+    if notes.get("refused"):
+        refused = notes["refused"]
+        raise ArgumentError(
+            f"{shown(spec)}: vLLM refuses this launch while building its config "
+            f"({refused['kind']}: {refused['message']})"
+        )
     return Side(
         spec,
         result.release.version,
@@ -137,6 +175,7 @@ def load_side(spec: str, common: Sequence[str] = ()) -> Side:
         result.hash_factors,
         (attention.config or (found.defaults if found else None)) if attention else None,
         attention.hash if attention else None,
+        key,
     )
 
 
@@ -229,6 +268,18 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
         why += "; the attention hash differs" + (
             " because of: " + _names(attention) if attention else ""
         )
+    cache = _cache_part(a, b)
+    if cache["same"] is True and same and same_attention:
+        why = (
+            "same kernel-config and attention hashes and the same launch-dependent "
+            "compile-cache key (env and config parts; the code and compiler parts are the "
+            "install's)"
+        )
+    elif cache["same"] is False:
+        names = ", ".join(f["what"] for f in cache["findings"][:_NAMED])
+        why += f"; the compile-cache key differs ({names})"
+    elif same and same_attention:
+        why += "; compile-cache key not compared: " + cache["why"]
     lists = {
         "hashed_differences": hashed,
         "ir_op_priority_lists": ir_lists,
@@ -239,7 +290,9 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
     return {
         "same_hash": same,
         "same_attention_hash": same_attention,
+        "same_compile_cache_key": cache["same"],
         "summary": why,
+        "compile_cache": cache,
         "a": {
             "label": a.label,
             "vllm_version": a.vllm_version,
@@ -262,3 +315,26 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
             "fields outside the hash cannot explain a compile-cache miss" if not_hashed else None
         ),
     }
+
+
+def _cache_part(a: Side, b: Side) -> dict[str, Any]:
+    """The env and config parts of the compile-cache key compared (``cache explain``'s
+    engine): ``same`` is ``None`` when a side lacks them."""
+    from kernelcfg.commands.cache_key import finding_data
+    from kernelcfg.vllm.compile_cache import differences
+
+    ka, kb = a.cache_key, b.cache_key
+    if ka is None or kb is None:
+        return {"same": None, "findings": [], "why": "a saved side holds no compile_cache"}
+    missing = [
+        f"{part} ({side})"
+        for side, key in (("A", ka), ("B", kb))
+        for part in ("env", "config")
+        if part in key.unknown and not (part == "config" and key.config_parts)
+    ]
+    found = [finding_data(f) for f in differences(ka, kb)]
+    if found:
+        return {"same": False, "findings": found[:MAX_ROWS], "why": None}
+    if missing:
+        return {"same": None, "findings": [], "why": "unknown " + ", ".join(missing)}
+    return {"same": True, "findings": [], "why": None}

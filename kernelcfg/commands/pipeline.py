@@ -59,6 +59,9 @@ class Request(argv_mod.TargetOptions):
     """Whether every word after ``vllm serve`` is vLLM's own (a launch found in a file,
     a pasted line in a batch): kernelcfg's options there are refused as vLLM refuses
     them, and the run's target and release stand."""
+    want_compile_cache: bool = False
+    """Whether to work out each resolution's compile-cache key parts (JSON output): done
+    where the model's config.json was read, or a line names ``--compile-cache``."""
     _engine_env: dict[str, str] | None = field(default=None, repr=False)
     _release_env: dict[str, str] | None = field(default=None, repr=False)
 
@@ -111,6 +114,7 @@ def prepare(
         args, release, env=env, context=argv_mod.ContextOptions(), serve_is_vllms=req.serve_is_vllms
     )
     inputs.env.update(line.env)
+    inputs.compile_cache_path = line.compile_cache or req.compile_cache
     if line.quant_scheme:
         inputs.quant_scheme = line.quant_scheme
         inputs.sources["quant_scheme"] = "flag"
@@ -199,7 +203,36 @@ def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolut
         return Failure(Problem.from_error(exc), *_known_context(args, request or Request()))
     except INPUT_ERRORS as exc:
         return Failure(_unusable(exc), *_known_context(args, request or Request()))
-    return resolve(inputs, target, release)
+    result = resolve(inputs, target, release)
+    req = request or Request()
+    wanted = (req.want_compile_cache and inputs.hf_config is not None) or inputs.compile_cache_path
+    if wanted:
+        try:
+            _compile_cache(result, req)
+        except KernelcfgError as exc:
+            return Failure(Problem.from_error(exc), release, target)
+    return result
+
+
+def _compile_cache(result: Resolution, req: Request) -> None:
+    """Fill the resolution's compile-cache key parts; vLLM's refusal while building its
+    config is an error (exit 1) with vLLM's reason."""
+    from kernelcfg.commands.cache_key import compile_cache_of
+
+    assert result.inputs is not None
+    found = compile_cache_of(result, req.process_environ, result.inputs.compile_cache_path)
+    result.compile_cache = found
+    refused = found.get("refused")
+    if refused:
+        result.problems.append(
+            Problem(
+                "error",
+                "config-refused",
+                None,
+                f"vLLM refuses this launch while building its config: {refused['kind']}: "
+                f"{refused['message']}",
+            )
+        )
 
 
 def _unusable(exc: BaseException) -> Problem:
@@ -469,11 +502,16 @@ def resolve_words(words: Sequence[str], request: Request) -> Resolution | Failur
 
 def repeatable(words: Sequence[str], result: Resolution | Failure) -> bool:
     """Whether ``result`` is what ``words`` resolve to wherever they recur under the
-    same request: a resolution that read no file (no ``--config``, no model folder,
-    cache or ``--hf-config-path``), so a batch may reuse it for a repeated line."""
+    same request: a resolution that read no file (no ``--config``, ``--env-file`` or
+    ``--compile-cache``, no model folder, cache or ``--hf-config-path``), so a batch may
+    reuse it for a repeated line."""
     if not isinstance(result, Resolution) or result.inputs is None:
         return False
     inputs = result.inputs
     if inputs.model is not None or "hf_config_path" in inputs.other_options:
         return False
-    return not any(word.startswith("--config") for word in words)
+    return not any(word.startswith(_FILE_OPTIONS) for word in words)
+
+
+_FILE_OPTIONS = ("--config", "--env-file", "--compile-cache")
+"""The options whose value names a file read for the line."""

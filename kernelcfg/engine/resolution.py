@@ -66,6 +66,8 @@ class Resolution:
     selection: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per field left to vLLM's choice (``attention``, ``sparse_indexer_topk_backend``),
     what vLLM picks and the candidates it walks; empty when nothing was asked."""
+    compile_cache: dict[str, Any] | None = None
+    """The launch's compile-cache key parts (``commands.cache_key``), when asked for."""
 
     @property
     def valid(self) -> bool:

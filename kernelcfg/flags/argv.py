@@ -64,7 +64,11 @@ class TargetOptions:
     architectures: list[str] = field(default_factory=list)
     """``--architecture`` (repeatable)."""
     env: dict[str, str] = field(default_factory=dict)
-    """``--env KEY=VALUE`` (repeatable); they win over the process's environment."""
+    """``--env KEY=VALUE`` (repeatable) and ``--env-file FILE``'s lines; they win over
+    the process's environment."""
+    compile_cache: str | None = None
+    """``--compile-cache PATH``: a vLLM compile cache (or its ``cache_key_factors.json``)
+    of the install the launch will run on."""
 
 
 @dataclass
@@ -85,6 +89,8 @@ CONTEXT_OPTIONS = {
     "--vllm-version": "vllm_version",
     "--architecture": "architectures",
     "--env": "env",
+    "--env-file": "env_file",
+    "--compile-cache": "compile_cache",
     "--quant-scheme": "quant_scheme",
     "--install": "install",
 }
@@ -824,6 +830,10 @@ def _context(ctx: ContextOptions, name: str, value: str) -> None:
                 field="env",
             )
         ctx.env[key] = val
+    elif dest == "env_file":
+        from kernelcfg.checks.lint_env import read_env_file
+
+        ctx.env = {**read_env_file(value), **ctx.env}
     elif dest in ("quant_scheme", "install"):
         check_choice(dest, name, value)
         setattr(ctx, dest, value)

@@ -309,7 +309,8 @@ def json_lines(
     """Every batch line rendered, in input order, by up to ``jobs`` worker processes (a
     :class:`Rendered` per chunk of lines; a note as a :class:`Rendered` of no lines)."""
     cells = tuple(dict(c) for c in matrix) or ({},)
-    policy = _Policy(pipeline.Request(serve_is_vllms=True), tuple(common), cells, strict, never)
+    request = pipeline.Request(serve_is_vllms=True, want_compile_cache=True)
+    policy = _Policy(request, tuple(common), cells, strict, never)
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         yield from _here(_chunks(lines, 1), policy)  # each line as soon as it is read
         return

@@ -58,6 +58,7 @@ def as_data(
             "attention_config": None,
             "attention_hash": None,
             "selection": None,
+            "compile_cache": None,
         }
     problems = result.problems
     valid = result.exit_code(strict=strict) == 0
@@ -77,6 +78,7 @@ def as_data(
         "vllm_version_source": _version_source(result),
         "model": model_data(result),
         **attention_data(result),
+        "compile_cache": result.compile_cache,
     }
     if sources:
         data["sources"] = all_sources(result)
@@ -242,6 +244,8 @@ def json_body(result: Resolution | Failure, *, strict: bool = False) -> str:
         _ENCODE(attention.hash) if attention else "null",
         ',"selection":',
         _selection_json(result.selection or None),
+        ',"compile_cache":',
+        _ENCODE(result.compile_cache),
     ]
     return "".join(parts)
 

@@ -72,8 +72,9 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
     if isinstance(result, Resolution) and result.kernel_config is not None:
         parts += _config_tables(result, result.kernel_config)
     if data["hash"]:
-        parts.append(Text.assemble(("hash ", "bold"), plain(data["hash"])))
+        parts.append(Text.assemble(("kernel-config hash ", "bold"), plain(data["hash"])))
     parts += _selection_lines(data, walk=walk)
+    parts += _compile_cache_lines(data.get("compile_cache"))
     notes = [p for p in data["problems"] if p["severity"] == "info"]
     for problem in notes:
         parts.append(plain(f"note: {problem['message']}", style="dim"))
@@ -109,6 +110,8 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
         lines.append(
             Text.assemble(("linear layers ", "bold"), plain(f"{kernel['scheme']}: {said}{value}"))
         )
+        if kernel["status"] == "depends":
+            lines += [plain(f"  {kind}: {found}") for kind, found in kernel["layers"].items()]
         for install, outcome in (kernel.get("by_install") or {}).items():
             lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
     lines += _moe_lines((data.get("selection") or {}).get("moe_backend"), walk=walk)
@@ -122,6 +125,27 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
         )
     if data.get("attention_hash"):
         lines.append(Text.assemble(("attention hash ", "bold"), plain(data["attention_hash"])))
+    return lines
+
+
+def _compile_cache_lines(found: dict[str, Any] | None) -> list[Any]:
+    """The compile-cache key (or the parts it waits for), the directory, and what
+    separates the launch from the cache given."""
+    from rich.text import Text
+
+    if not found:
+        return []
+    if found["key"]:
+        reuse = {True: "reuses the cache given", False: "does not reuse the cache given"}
+        said = f"{found['key']}  ({reuse.get(found['reuses'], 'unknown')})"
+    else:
+        said = "unknown: " + "; ".join(found["unknown"])
+    lines: list[Any] = [Text.assemble(("compile-cache key ", "bold"), plain(said))]
+    lines.append(plain(f"  env hash {found['env_hash']}, config hash {found['config_hash']}"))
+    jit = (found.get("directory") or {}).get("jit")
+    if jit:
+        lines.append(plain(f"  directory {jit}"))
+    lines += [plain(f"  differs: {f['message']}") for f in found["differences"]]
     return lines
 
 

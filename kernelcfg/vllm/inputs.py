@@ -94,6 +94,9 @@ class Inputs:
     """The model's ``config.json`` when one was read here."""
     install: str = "pip"
     """``--install``: which optional libraries vLLM finds (pip, image, minimal, all)."""
+    compile_cache_path: str | None = None
+    """``--compile-cache``: a vLLM compile cache of the install the launch runs on (its
+    folder or ``cache_key_factors.json``)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables the engine would see (``--env`` over the process's)."""
     sources: dict[str, str] = field(default_factory=dict)

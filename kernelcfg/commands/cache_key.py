@@ -1,0 +1,139 @@
+"""The compile-cache key of a resolved launch: ``resolve``'s ``compile_cache`` object.
+
+A launch's key has the env part (``vllm.compile_env``: the engine's environment) and the
+config part (``vllm.compile_config``: every sub-config vLLM hashes) computed here; its
+code and compiler parts depend on the install and are taken from an existing cache of
+that install (``--compile-cache``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from kernelcfg.engine.resolution import Resolution
+from kernelcfg.vllm.compile_cache import (
+    CacheKey,
+    Finding,
+    differences,
+    directory,
+    read_factors_file,
+)
+
+__all__ = ["compile_cache_of", "finding_data", "key_scheme", "launch_key"]
+
+SCHEME_SINCE_FACTORS = "0.34.0"
+"""The first release whose key is built from the factor dicts (``hash_factors`` of the
+tree) rather than a list of four hashes."""
+
+
+def key_scheme(version: str) -> str:
+    """How release ``version`` builds the key: ``factors`` or ``hashes``."""
+    from kernelcfg.vllm.releases import version_key
+
+    return "factors" if version_key(version) >= version_key(SCHEME_SINCE_FACTORS) else "hashes"
+
+
+def _environ(result: Resolution, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the engine sees: this process's, under the launch's ``--env``."""
+    inputs = result.inputs
+    return {**environ, **(inputs.env if inputs is not None else {})}
+
+
+def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey, dict[str, Any]]:
+    """The key of a resolved launch (env and config parts), and what was found out along
+    the way: ``config_parts`` (each sub-config's hash), ``unknown`` (parts or factors not
+    computable here, with why), ``refused`` (vLLM's refusal while building its config),
+    ``transformers`` (the version that wrote the model's text)."""
+    from kernelcfg.vllm.compile_config import ConfigRefusal, compile_config
+    from kernelcfg.vllm.compile_env import EnvInputs, compute
+
+    version = result.release.version
+    kind = result.target.kind
+    env = compute(version, _environ(result, environ), EnvInputs(platform=kind))
+    notes: dict[str, Any] = {"unknown": [f"env {name}" for name in env.unknown]}
+    key = CacheKey(
+        key_scheme(version), env_factors=None if env.unknown else env.factors, version=version
+    )
+    if result.inputs is None:
+        return key, notes
+    attention = result.attention.config if result.attention is not None else None
+    found = compile_config(
+        result.release,
+        result.target,
+        result.inputs,
+        kernel_config=result.kernel_config,
+        attention_config=attention,
+    )
+    if isinstance(found, ConfigRefusal):
+        notes["refused"] = {"kind": found.kind, "message": found.text}
+        return key, notes
+    notes["config_parts"] = {name: part.hash for name, part in found.parts.items()}
+    notes["unknown"] += [f"config {why}" for why in found.unknown]
+    notes["transformers"] = found.transformers
+    key = CacheKey(
+        key.scheme,
+        env_factors=key.env_factors,
+        config_factors=found.config_factors,
+        config_parts=notes["config_parts"],
+        config_hash=found.config_hash,
+        version=version,
+    )
+    return key, notes
+
+
+def compile_cache_of(
+    result: Resolution, environ: Mapping[str, str], cache: str | None
+) -> dict[str, Any]:
+    """``resolve``'s ``compile_cache`` object: the launch's key parts, and with a cache
+    of the install (``cache``) the directory the launch compiles into and whether it
+    reuses that cache."""
+    key, notes = launch_key(result, environ)
+    unknown = list(notes["unknown"])
+    out: dict[str, Any] = {
+        "env_hash": key.env_hash,
+        "config_hash": key.config_hash,
+        "env_factors": key.env_factors,
+        "config_parts": notes.get("config_parts"),
+        "config_factors": key.config_factors,
+        "transformers": notes.get("transformers"),
+        "refused": notes.get("refused"),
+        "key": None,
+        "directory": None,
+        "reuses": None,
+        "differences": [],
+        "unknown": unknown,
+    }
+    if cache is None:
+        out["unknown"] = [
+            *unknown,
+            "code (give --compile-cache)",
+            "compiler (give --compile-cache)",
+        ]
+        return out
+    existing = read_factors_file(cache)
+    full = key.with_install(existing)
+    root = _cache_root(existing.source)
+    out["key"] = full.key
+    out["directory"] = {"jit": directory(full, root) if root else None, "aot": None}
+    out["reuses"] = None if full.key is None else full.key == existing.key
+    if out["reuses"] is False:
+        out["differences"] = [finding_data(f) for f in differences(existing, full)]
+    return out
+
+
+def _cache_root(factors_file: str) -> str | None:
+    """``VLLM_CACHE_ROOT`` of a factors file written at
+    ``<root>/torch_compile_cache/<key>/rank_R_D/<prefix>/``; ``None`` when laid out
+    otherwise."""
+    parts = os.path.normpath(factors_file).split(os.sep)
+    if len(parts) >= 6 and parts[-6] == "torch_compile_cache":
+        return os.sep.join(parts[:-6]) or os.sep
+    return None
+
+
+def finding_data(found: Finding) -> dict[str, Any]:
+    """A finding as JSON."""
+    return asdict(found)
