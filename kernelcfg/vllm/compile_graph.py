@@ -12,15 +12,24 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kernelcfg.vllm.compile_model import ConfigRefusedError
+from kernelcfg.targets.presets import Target
+from kernelcfg.vllm.compile_model import ConfigRefusedError, ModelFacts
 
 if TYPE_CHECKING:
     from kernelcfg.vllm.compile_rules import Build
+    from kernelcfg.vllm.inputs import Inputs
 
-__all__ = ["LEVEL_RULES", "construct", "gpt_oss_hook", "post_init"]
+__all__ = [
+    "LEVEL_RULES",
+    "batch_invariant_breakable",
+    "construct",
+    "gpt_oss_hook",
+    "post_init",
+    "tuned_batch_invariant_shape",
+]
 
 NONE, VLLM_COMPILE, STOCK = 0, 3, 1
 """``CompilationMode`` values."""
@@ -80,7 +89,7 @@ def construct(b: Build) -> None:
             cc[key] = value
     _top_level_sizes(b, given)
     if cc.get("compile_cache_save_format", 0) is not None and "compile_cache_save_format" not in given:
-        cc["compile_cache_save_format"] = b.env.get("VLLM_COMPILE_CACHE_SAVE_FORMAT", "binary")
+        cc["compile_cache_save_format"] = b.envs("VLLM_COMPILE_CACHE_SAVE_FORMAT")
     _compilation_post_init(b)
 
 
@@ -175,30 +184,66 @@ def _custom_op_enabled(custom_ops: list[str], op: str) -> bool:
 
 
 def _batch_invariant_breakable(b: Build) -> bool:
-    """``_uses_breakable_cudagraph_for_batch_invariance``: a tuned bf16 matmul shape of
-    the model on this CUDA device family."""
-    m = b.model
-    if m is None or b.hf is None or b.kind != "cuda":
+    """``_uses_breakable_cudagraph_for_batch_invariance`` for the launch being built."""
+    if b.model is None or b.hf is None or b.options.get("enforce_eager"):
         return False
-    if b.options.get("enforce_eager") or m.dtype != "torch.bfloat16" or m.quantization:
+    return tuned_batch_invariant_shape(
+        b.data, b.target, b.hf, b.pc["tensor_parallel_size"], b.model
+    )
+
+
+def batch_invariant_breakable(version: str, target: Target, inputs: Inputs) -> bool:
+    """Whether ``VLLM_BATCH_INVARIANT=1`` turns breakable CUDA graphs on for this
+    launch (``_uses_breakable_cudagraph_for_batch_invariance``): read from the model's
+    config.json; ``False`` without one, or where vLLM refuses the model."""
+    from kernelcfg.vllm.compile_config import config_data
+    from kernelcfg.vllm.compile_model import model_facts
+    from kernelcfg.vllm.compile_rules import supported_dtypes
+
+    if inputs.hf_config is None or inputs.enforce_eager or target.kind != "cuda":
         return False
-    cap = b.target.capability or ""
-    major, _, minor = cap.partition(".")
+    data = config_data(version)
+    try:
+        facts = model_facts(
+            data["model_facts"],
+            inputs.hf_config,
+            inputs.options,
+            (target.kind, supported_dtypes(target)),
+            mla_disabled=False,
+        )
+    except ConfigRefusedError:
+        return False
+    return tuned_batch_invariant_shape(
+        data, target, inputs.hf_config, inputs.tensor_parallel_size, facts
+    )
+
+
+def tuned_batch_invariant_shape(
+    data: Mapping[str, Any],
+    target: Target,
+    hf: Mapping[str, Any],
+    tp: int,
+    model: ModelFacts,
+) -> bool:
+    """``_uses_breakable_cudagraph_for_batch_invariance`` (without the variable and
+    ``--enforce-eager``): an unquantised bf16 model on CUDA whose qkv, o, gate_up or down
+    projection has a tuned batch-invariant matmul shape on the device's family."""
+    if target.kind != "cuda" or model.dtype != "torch.bfloat16" or model.quantization:
+        return False
+    major, _, minor = (target.capability or "").partition(".")
     family = {"12": "sm120", "10": "blackwell", "9": "hopper"}.get(major)
     if major == "8" and minor == "9":
         family = "ada"
-    table = b.data.get("batch_invariant_shapes", {}).get(family or "")
+    table = data.get("batch_invariant_shapes", {}).get(family or "")
     if not table:
         return False
     shapes = {tuple(s) for s in table}
-    return bool(shapes & set(_matmul_shapes(b)))
+    return bool(shapes & set(_matmul_shapes(hf, tp)))
 
 
-def _matmul_shapes(b: Build) -> Iterable[tuple[int, int]]:
+def _matmul_shapes(hf: Mapping[str, Any], tp: int) -> Iterable[tuple[int, int]]:
     """The qkv, o, gate_up and down projection shapes per tensor-parallel rank."""
-    assert b.hf is not None
-    text = b.hf.get("text_config") or b.hf
-    tp = b.pc["tensor_parallel_size"]
+    text = hf.get("text_config") or hf
     hidden = int(text.get("hidden_size", 0))
     total_heads = int(text.get("num_attention_heads", 0))
     head = int(text.get("head_dim") or (hidden // total_heads if total_heads else 0))
@@ -218,24 +263,19 @@ def _breakable(b: Build) -> bool:
     batch invariance on a tuned shape."""
     from kernelcfg.vllm import releases
 
-    value = b.env.get("VLLM_USE_BREAKABLE_CUDAGRAPH")
-    if value is not None:
-        enabled = value.strip() not in ("", "0") and bool(int(value))
+    if "VLLM_USE_BREAKABLE_CUDAGRAPH" in b.env:
+        enabled = bool(b.envs("VLLM_USE_BREAKABLE_CUDAGRAPH"))
     elif b.model is not None and b.model.architecture in releases.load(
         b.data["vllm_version"]
     ).breakable_architectures(b.kind):
         enabled = True
     else:
-        enabled = _true(b.env.get("VLLM_BATCH_INVARIANT")) and _batch_invariant_breakable(b)
+        enabled = b.envs("VLLM_BATCH_INVARIANT") and _batch_invariant_breakable(b)
     if "use_breakable_cudagraph" in b.cc:
         b.cc["use_breakable_cudagraph"] = enabled
     if enabled:
         b.cc["mode"] = NONE
     return enabled
-
-
-def _true(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in ("1", "true")
 
 
 def _blocked_weights(b: Build) -> bool:
@@ -264,12 +304,12 @@ def _rocm_platform_defaults(b: Build) -> None:
     """``RocmPlatform.apply_config_platform_defaults``: the custom ops AITER and the
     platform default on."""
     ops = b.cc["custom_ops"]
-    aiter = b.aiter_found() and _true(b.env.get("VLLM_ROCM_USE_AITER"))
-    if aiter and _true(b.env.get("VLLM_ROCM_USE_AITER_LINEAR", "1")) and "-quant_fp8" not in ops:
+    aiter = b.aiter_found() and b.envs("VLLM_ROCM_USE_AITER")
+    if aiter and b.envs("VLLM_ROCM_USE_AITER_LINEAR") and "-quant_fp8" not in ops:
         ops.append("+quant_fp8")
-    if _true(b.env.get("VLLM_BATCH_INVARIANT")) and "-rms_norm" not in ops:
+    if b.envs("VLLM_BATCH_INVARIANT") and "-rms_norm" not in ops:
         ops.append("+rms_norm")
-    moe = aiter and _true(b.env.get("VLLM_ROCM_USE_AITER_MOE", "1"))
+    moe = aiter and b.envs("VLLM_ROCM_USE_AITER_MOE")
     if moe and "+grouped_topk" not in ops and "-grouped_topk" not in ops:
         ops.append("+grouped_topk")
     ops.append("+sparse_attn_indexer")
@@ -328,7 +368,7 @@ def _is_nvfp4(b: Build) -> bool:
 
 
 def _allreduce_fusion(b: Build) -> bool | None:
-    if _true(b.env.get("VLLM_BATCH_INVARIANT")):
+    if b.envs("VLLM_BATCH_INVARIANT"):
         return False
     tp = b.pc["tensor_parallel_size"]
     if b.kind == "rocm":

@@ -224,8 +224,9 @@ def model_facts(
     facts: Mapping[str, Any],
     hf: Mapping[str, Any],
     options: Mapping[str, Any],
-    env: Mapping[str, str],
     platform: tuple[str, list[str]],
+    *,
+    mla_disabled: bool,
 ) -> ModelFacts:
     """The model facts vLLM derives from ``hf`` (config.json) for the launch's
     ``options``; raises :class:`ConfigRefusedError` where vLLM refuses."""
@@ -240,7 +241,7 @@ def model_facts(
         experts = experts[0] if experts else 0
     model_type = text.get("model_type")
     mla = (
-        env.get("VLLM_MLA_DISABLE", "0") not in ("1", "true", "True")
+        not mla_disabled
         and text.get("is_causal", True) is not False
         and model_type in facts["mla_model_types"]
     )

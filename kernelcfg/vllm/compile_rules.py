@@ -18,7 +18,7 @@ from typing import Any
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.compile_model import ConfigRefusedError, ModelFacts, model_facts
 
-__all__ = ["UNSET", "Build", "ConfigRefusedError"]
+__all__ = ["UNSET", "Build", "ConfigRefusedError", "supported_dtypes"]
 
 UNSET = object()
 """A field whose default is not a constant and that no rule has set."""
@@ -73,9 +73,12 @@ def _capability(target: Target) -> tuple[int, int] | None:
     return None
 
 
-def _true(value: str | None) -> bool:
-    """``envs``' reading of a ``0``/``1`` flag."""
-    return value is not None and value.strip().lower() in ("1", "true")
+def supported_dtypes(target: Target) -> list[str]:
+    """``current_platform.supported_dtypes``: no bfloat16 on CUDA before 8.0."""
+    cap = _capability(target)
+    if target.kind == "cuda" and cap is not None and cap[0] * 10 + cap[1] < 80:
+        return ["torch.float16", "torch.float32"]
+    return ["torch.bfloat16", "torch.float16", "torch.float32"]
 
 
 class Build:
@@ -175,10 +178,7 @@ class Build:
 
     def supported_dtypes(self) -> list[str]:
         """``current_platform.supported_dtypes``."""
-        cap = _capability(self.target)
-        if self.kind == "cuda" and cap is not None and cap[0] * 10 + cap[1] < 80:
-            return ["torch.float16", "torch.float32"]
-        return ["torch.bfloat16", "torch.float16", "torch.float32"]
+        return supported_dtypes(self.target)
 
     def aiter_found(self) -> bool:
         """``is_aiter_found_and_supported``: ROCm, a CDNA3+ gfx9 device, and the aiter
@@ -195,7 +195,13 @@ class Build:
         decorator returns ``None``)."""
         if not self.aiter_found():
             return None
-        return _true(self.env.get("VLLM_ROCM_USE_AITER"))
+        return bool(self.envs("VLLM_ROCM_USE_AITER"))
+
+    def envs(self, name: str) -> Any:
+        """A variable as the release's ``envs`` reads it (its default when unset)."""
+        from kernelcfg.vllm.compile_env import env_value
+
+        return env_value(self.data["vllm_version"], self.env, name)
 
     def has_flashinfer(self) -> bool:
         """``has_flashinfer()``: the package with its kernels (the official image, or
@@ -253,8 +259,8 @@ class Build:
             self.data["model_facts"],
             self.hf,
             self.options,
-            self.env,
             (self.kind, self.supported_dtypes()),
+            mla_disabled=bool(self.envs("VLLM_MLA_DISABLE")),
         )
         m = self.values["ModelConfig"]
         m["dtype"] = self.model.dtype
@@ -306,7 +312,7 @@ class Build:
         pcp = p.get("prefill_context_parallel_size", 1)
         p["world_size"] = p["pipeline_parallel_size"] * p["tensor_parallel_size"] * pcp
         if p["data_parallel_size"] <= 1 and p.get("data_parallel_size_local", 1) != 0:
-            p["data_parallel_size"] = int(self.env.get("VLLM_DP_SIZE", "1") or 1)
+            p["data_parallel_size"] = int(self.envs("VLLM_DP_SIZE"))
         if "elastic_ep_max_dp_size" in p:
             bound = p["elastic_ep_max_dp_size"]
             p["elastic_ep_max_dp_size"] = (
