@@ -498,6 +498,8 @@ def post_init(b: Build) -> None:
     if b.kind == "rocm" and _has(cc["cudagraph_mode"], "FULL"):
         if b.pc.get("prefill_context_parallel_size", 1) > 1:
             cc["cudagraph_mode"] = "PIECEWISE"
+    if b.kind == "cpu":
+        cpu_platform(b)
     _normalize_piecewise(b)
     if cc["mode"] == STOCK and cc["cudagraph_mode"] != "NONE":
         cc["cudagraph_mode"] = "NONE"
@@ -506,6 +508,42 @@ def post_init(b: Build) -> None:
     _compile_ranges(b)
     _splitting_ops(b)
     _quant_fp8(b)
+
+
+def cpu_platform(b: Build) -> None:
+    """``CpuPlatform.check_and_update_config``: no capture sizes; ``VLLM_COMPILE``
+    becomes a single Dynamo trace with the CPU's inductor options; MLA without AMX
+    (the reference kernel) takes block size 16 and no chunked prefill."""
+    cc = b.cc
+    cc["cudagraph_capture_sizes"] = []
+    if cc["mode"] == VLLM_COMPILE:
+        cc["mode"] = 2
+        cc["backend"] = "eager" if b.envs("VLLM_CPU_CI_ENV") else "inductor"
+        cc["inductor_compile_config"].update(
+            {
+                "dce": True,
+                "size_asserts": False,
+                "nan_asserts": False,
+                "epilogue_fusion": True,
+                "cpp.dynamic_threads": True,
+            }
+        )
+        cc["ir_enable_torch_wrap"] = False
+    machine = b.target.device
+    if machine.startswith(("aarch64", "arm")):
+        b.unknown.setdefault("compilation_config", "the ARM CPU's custom ops")
+    c = b.values["CacheConfig"]
+    if b.cpu_avx512_bf16 and c.get("mamba_ssm_cache_dtype") not in ("float32", None):
+        if c["mamba_ssm_cache_dtype"] in ("float16", "bfloat16"):
+            b.unknown.setdefault("cache_config", "the CPU's mamba backend")
+        c["mamba_ssm_cache_dtype"] = "float32"
+    m = b.model
+    if m is not None and m.use_mla:
+        c["block_size"] = 16
+        s = b.values["SchedulerConfig"]
+        s["max_num_batched_tokens"] = max(
+            m.max_model_len, b.const("SchedulerConfig", "DEFAULT_MAX_NUM_BATCHED_TOKENS")
+        )
 
 
 def _graph_sizes(b: Build, eager: bool) -> None:

@@ -109,6 +109,9 @@ class Build:
         self.model: ModelFacts | None = None
         self.level = int(options.get("optimization_level", 2))
         self.breakable = False
+        self.cpu_avx512_bf16 = True
+        """Whether an x86 CPU target has AVX512-BF16 (vLLM asks torch; kernelcfg
+        assumes a current server CPU, as the reference vectors' host had)."""
 
     # ------------------------------------------------------------------ data
 
@@ -352,10 +355,25 @@ class Build:
             p["enable_batch_sharded_sampling"] = False
 
     def async_scheduling(self) -> bool:
-        """Whether async scheduling is on when the DP switch is decided (given, else on
-        for a generative model with the default executor)."""
+        """Whether async scheduling is on when the DP switch is decided: as given, else
+        on, except with pipeline parallelism on the V1 model runner."""
         given = self.options.get("async_scheduling")
-        return True if given is None else bool(given)
+        if given is not None:
+            return bool(given)
+        return not (self.pc["pipeline_parallel_size"] > 1 and self.v1_model_runner())
+
+    def v1_model_runner(self) -> bool:
+        """Whether the release's V1 model runner runs the launch (0.33 and before):
+        ``VLLM_USE_V2_MODEL_RUNNER=0``, or unset without Triton (a CPU target: kernelcfg
+        takes the CPU install to have no triton-cpu, as the reference vectors' had)."""
+        from kernelcfg.vllm import releases
+
+        release = releases.load(self.data["vllm_version"])
+        if "VLLM_USE_V2_MODEL_RUNNER" in release.rules.get("env_validation", {}):
+            return False  # the release has no V1 runner
+        if "VLLM_USE_V2_MODEL_RUNNER" in self.env:
+            return not self.envs("VLLM_USE_V2_MODEL_RUNNER")
+        return self.kind == "cpu"
 
     def _eplb_redundant(self, experts: int) -> None:
         """``compute_eplb_num_redundant_experts``: 0 unless EPLB is on."""
