@@ -72,12 +72,15 @@ class UnclassifiedError(Exception):
 
 @dataclass
 class _Class:
+    """A class of the parsed sources, with its module and file tree."""
+
     module: str
     node: ast.ClassDef
     tree: ast.Module
 
     @property
     def fqn(self) -> str:
+        """``module.Class``."""
         return f"{self.module}.{self.node.name}"
 
 
@@ -85,6 +88,7 @@ class Tree:
     """The classes and module constants of the config folder (and a few enum files)."""
 
     def __init__(self, source: Source) -> None:
+        """Parse the folder's modules once."""
         self.classes: dict[str, _Class] = {}
         self.constants: dict[str, dict[str, ast.expr]] = {}
         files = [*source.python_files(CONFIG_DIR), *ENUM_FILES]
@@ -99,18 +103,23 @@ class Tree:
                     target = node.targets[0]
                     if isinstance(target, ast.Name):
                         consts[target.id] = node.value
-                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                    if node.value is not None:
-                        consts[node.target.id] = node.value
+                elif (
+                    isinstance(node, ast.AnnAssign)
+                    and isinstance(node.target, ast.Name)
+                    and node.value is not None
+                ):
+                    consts[node.target.id] = node.value
             self.constants[module] = consts
 
     def cls(self, name: str) -> _Class:
+        """The class ``name`` (stops when the sources have none)."""
         if name not in self.classes:
             raise UnclassifiedError(f"class {name} not found")
         return self.classes[name]
 
 
 def _bases(c: _Class) -> list[str]:
+    """The class's bases as written."""
     return [ast.unparse(b) for b in c.node.bases]
 
 
@@ -127,6 +136,15 @@ def _enum_kind(c: _Class) -> str | None:
     return None
 
 
+_BINOPS: dict[type[ast.operator], Any] = {
+    ast.Mult: lambda a, b: a * b,
+    ast.Pow: lambda a, b: a**b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Add: lambda a, b: a + b,
+}
+"""The arithmetic the config modules write in their constants."""
+
+
 class Unset(Exception):  # noqa: N818 (a signal, not a failure)
     """A default that is not a constant: the field is left to kernelcfg's rules."""
 
@@ -140,10 +158,12 @@ class Evaluator:
     release's ``normalize_value`` does (``nested``: 0.34's nested ``compile_factors``)."""
 
     def __init__(self, tree: Tree, *, nested: bool) -> None:
+        """An evaluator over ``tree`` for a release that nests (0.34) or not."""
         self.tree = tree
         self.nested = nested
 
     def member(self, cls_name: str, attr: str) -> Any:
+        """An enum member's value as the hash writes it, or a class constant."""
         if cls_name not in self.tree.classes:
             raise Unset(f"{cls_name}.{attr}")
         c = self.tree.cls(cls_name)
@@ -171,6 +191,7 @@ class Evaluator:
         raise Unset(f"{cls_name}.{attr}")
 
     def _enum_value(self, c: _Class, node: ast.expr) -> Any:
+        """An enum member's raw value (a tuple of members as a list of values)."""
         if isinstance(node, ast.Tuple):
             return [self._enum_value(c, e) for e in node.elts]
         if isinstance(node, ast.Name):  # another member of the same enum
@@ -193,27 +214,28 @@ class Evaluator:
             return [self.const(c, e) for e in node.elts]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.const(c, node.operand)
-        if isinstance(node, ast.BinOp):
-            left, right = self.const(c, node.left), self.const(c, node.right)
-            ops = {ast.Mult: lambda a, b: a * b, ast.Pow: lambda a, b: a**b}
-            ops[ast.Sub] = lambda a, b: a - b
-            ops[ast.Add] = lambda a, b: a + b
-            if type(node.op) in ops:
-                return ops[type(node.op)](left, right)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](self.const(c, node.left), self.const(c, node.right))
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             return self.member(node.value.id, node.attr)
         if isinstance(node, ast.Name):
-            consts = self.tree.constants.get(c.module, {})
-            if node.id in consts:
-                return self.const(c, consts[node.id])
-            for inner in c.node.body:  # a class constant used in its own body
-                if (
-                    isinstance(inner, (ast.Assign, ast.AnnAssign))
-                    and getattr(getattr(inner, "target", None), "id", None) == node.id
-                ):
-                    assert inner.value is not None
-                    return self.const(c, inner.value)
+            return self._name(c, node.id)
         raise Unset(ast.unparse(node))
+
+    def _name(self, c: _Class, name: str) -> Any:
+        """A module constant of ``c``'s module, or a constant of ``c``'s own body."""
+        consts = self.tree.constants.get(c.module, {})
+        if name in consts:
+            return self.const(c, consts[name])
+        for inner in c.node.body:
+            if (
+                isinstance(inner, ast.AnnAssign)
+                and isinstance(inner.target, ast.Name)
+                and inner.target.id == name
+                and inner.value is not None
+            ):
+                return self.const(c, inner.value)
+        raise Unset(name)
 
     def factory(self, c: _Class, node: ast.expr) -> Any:
         """``default_factory=…``: ``list``/``dict``/``set``, a config class, a constant lambda."""
@@ -289,10 +311,12 @@ def fields_of(c: _Class) -> list[Field]:
 
 
 def has_method(c: _Class, name: str) -> bool:
+    """Whether the class defines the method itself."""
     return any(isinstance(n, ast.FunctionDef) and n.name == name for n in c.node.body)
 
 
 def _method(c: _Class, name: str) -> ast.FunctionDef:
+    """The class's own method ``name``."""
     for node in c.node.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return node
@@ -300,6 +324,7 @@ def _method(c: _Class, name: str) -> ast.FunctionDef:
 
 
 def _body(fn: ast.FunctionDef) -> list[ast.stmt]:
+    """A function's statements without its docstring and imports."""
     body = list(fn.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -367,7 +392,10 @@ SPECIAL: dict[str, dict[str, Any]] = {
         "hash": {"kind": "fields", "only": ["enable_return_routed_experts"]},
     },
     "LoRAConfig": {"sources": None, "hash": {"kind": "unknown", "why": "LoRA"}},
-    "SpeculativeConfig": {"sources": None, "hash": {"kind": "unknown", "why": "speculative decoding"}},
+    "SpeculativeConfig": {
+        "sources": None,
+        "hash": {"kind": "unknown", "why": "speculative decoding"},
+    },
     "MultiModalConfig": {"sources": None, "hash": {"kind": "unknown", "why": "a multimodal model"}},
 }
 
@@ -391,7 +419,7 @@ def hash_of(c: _Class, method: str) -> dict[str, Any]:
         return {**rule["hash"], "ignored": ignored, "line": fn.lineno}
     if text.startswith("ignored_factors.add(") or "linear_backend_per_quant" in text:
         raise UnclassifiedError(f"{name}.{method}: {text}")
-    match = _LIST.fullmatch(text + ("" if text.endswith("hash_str") else ""))
+    match = _LIST.fullmatch(text)
     if match:
         items = re.findall(r"factors\.append\(self\.(\w+)\)", match.group(1))
         return {"kind": "str_list", "items": items, "line": fn.lineno}
@@ -399,6 +427,7 @@ def hash_of(c: _Class, method: str) -> dict[str, Any]:
 
 
 def _annotation_class(ann: str, tree: Tree) -> str | None:
+    """The config class an annotation names (``X | None``), if any."""
     for part in ann.replace(" ", "").split("|"):
         if part in tree.classes:
             return part
@@ -531,9 +560,8 @@ def _nested_classes(tree: Tree, name: str) -> list[str]:
     """Config classes built by a field's ``default_factory`` (hashed inside their owner)."""
     found = []
     for f in fields_of(tree.cls(name)):
-        if f.factory is not None and isinstance(f.factory, ast.Name):
-            if f.factory.id in tree.classes:
-                found.append(f.factory.id)
+        if isinstance(f.factory, ast.Name) and f.factory.id in tree.classes:
+            found.append(f.factory.id)
     return found
 
 
@@ -555,7 +583,11 @@ def enum_members(tree: Tree, name: str) -> dict[str, Any]:
 _LITERALS: dict[str, tuple[str, str, str]] = {
     # name: (file, function or "" for module level, variable or "tuple in <attr>")
     "field_aliases": ("vllm/transformers_utils/config.py", "", "CONFIG_FIELD_ALIASES"),
-    "float16_unsupported_model_types": ("vllm/config/model.py", "", "_FLOAT16_NOT_SUPPORTED_MODELS"),
+    "float16_unsupported_model_types": (
+        "vllm/config/model.py",
+        "",
+        "_FLOAT16_NOT_SUPPORTED_MODELS",
+    ),
     "str_dtypes": ("vllm/config/model.py", "", "_STR_DTYPE_TO_TORCH_DTYPE"),
     "max_len_keys": (
         "vllm/transformers_utils/model_arch_config_convertor.py",
@@ -578,6 +610,7 @@ def _literal(node: ast.expr) -> Any:
 
 
 def _assigned(tree: ast.AST, name: str) -> ast.expr:
+    """The value first assigned to ``name`` in ``tree``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
@@ -590,6 +623,7 @@ def _assigned(tree: ast.AST, name: str) -> ast.expr:
 
 
 def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
+    """The function ``name`` anywhere in ``tree``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return node
@@ -621,9 +655,7 @@ def engine_args(source: Source, tree: Tree) -> dict[str, Any]:
     the value on as given (``f=self.<arg>``)."""
     text = source.text("vllm/engine/arg_utils.py")
     module = ast.parse(text)
-    engine = next(
-        n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "EngineArgs"
-    )
+    engine = next(n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "EngineArgs")
     passed: set[tuple[str, str, str]] = set()
     for node in ast.walk(engine):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -646,6 +678,7 @@ def engine_args(source: Source, tree: Tree) -> dict[str, Any]:
 
 
 def _owner(node: ast.expr | None) -> tuple[str, str] | None:
+    """``(class, field)`` of a default written ``X.f`` or ``get_field(X, "f")``."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return node.value.id, node.attr
     if isinstance(node, ast.Call) and ast.unparse(node.func) == "get_field" and len(node.args) == 2:
@@ -677,10 +710,12 @@ def level_passes(source: Source) -> dict[str, Any]:
 
 
 def _literal_dict(node: ast.Dict) -> dict[str, ast.expr]:
+    """A dict literal's keys (literals) to their value nodes."""
     return {ast.literal_eval(k): v for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
 
 
 def _level_value(node: ast.expr, consts: dict[str, ast.expr]) -> Any:
+    """A level table's value: a literal, or ``{"rule": name}`` for a function."""
     if isinstance(node, ast.Dict):
         return {
             k: _level_value(v, consts)
@@ -720,6 +755,7 @@ def quant_act_dtypes(source: Source) -> dict[str, list[str]]:
 
 
 def _act_dtypes(classes: dict[str, ast.ClassDef], name: str) -> list[str] | None:
+    """The dtypes a quantisation config class (or a base) returns."""
     node = classes.get(name)
     if node is None:
         return None
@@ -751,6 +787,15 @@ def batch_invariant_shapes(source: Source) -> dict[str, list[list[int]]]:
     return out
 
 
+def vllm_config_classes(source: Source) -> list[str]:
+    """The model types vLLM loads with its own config class (``_CONFIG_REGISTRY``):
+    transformers alone does not make their ``hf_config``."""
+    tree = ast.parse(source.text("vllm/transformers_utils/config.py"))
+    value = _assigned(tree, "_CONFIG_REGISTRY")
+    assert isinstance(value, ast.Call)
+    return sorted(str(kw.arg) for kw in value.keywords if kw.arg)
+
+
 def model_hooks(source: Source) -> list[str]:
     """The architectures with a config hook (``MODELS_CONFIG_MAP``)."""
     tree = ast.parse(source.text("vllm/model_executor/models/config.py"))
@@ -764,8 +809,10 @@ def build(wheel: Path) -> dict[str, Any]:
     source = Source(wheel)
     version = version_of(source, wheel)
     tree = Tree(source)
-    method = "compile_factors" if has_method(tree.cls("VllmConfig"), "compile_factors") else (
-        "compute_hash"
+    method = (
+        "compile_factors"
+        if has_method(tree.cls("VllmConfig"), "compile_factors")
+        else ("compute_hash")
     )
     nested = method == "compile_factors"
     parts = _parts(tree, method)
@@ -786,6 +833,7 @@ def build(wheel: Path) -> dict[str, Any]:
         "levels": level_passes(source),
         "model_facts": model_facts(source),
         "model_hooks": model_hooks(source),
+        "vllm_config_classes": vllm_config_classes(source),
         "quant_act_dtypes": quant_act_dtypes(source),
         "batch_invariant_shapes": batch_invariant_shapes(source),
         "engine_args": engine_args(source, tree),
@@ -829,6 +877,7 @@ def dumps(data: dict[str, Any]) -> str:
 
 
 def main() -> int:
+    """Write the file, or say whether it would change."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("wheel", type=Path, help="a vllm wheel, or its unpacked folder")
     parser.add_argument("--check", action="store_true", help="exit 1 when the file would change")

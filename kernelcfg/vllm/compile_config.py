@@ -23,15 +23,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm import attention_config as attention_facts
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.compile_model import ConfigRefusedError, hf_text
-from kernelcfg.vllm.compile_rules import UNSET, Build
+from kernelcfg.vllm.compile_rules import run
+from kernelcfg.vllm.compile_state import UNSET, Build, Launch, config_data
 from kernelcfg.vllm.hashing import digest, kernel_hash, normalize_value
 from kernelcfg.vllm.inputs import Inputs
 
@@ -109,15 +108,6 @@ class ConfigRefusal:
         return f"1 validation error for {self.model}\n  Value error, {self.message}"
 
 
-@cache
-def config_data(version: str) -> dict[str, Any]:
-    """The release's ``compile-config-X.Y.Z.json``."""
-    data = releases.release_data("compile-config", releases.parse_version(version))
-    if data is None:
-        raise KernelcfgError(f"no config-factor data for vLLM {version}", code="unknown_release")
-    return data
-
-
 def _options(inputs: Inputs) -> dict[str, Any]:
     """The launch's options as ``create_engine_config`` reads them."""
     options = dict(inputs.options)
@@ -139,32 +129,25 @@ def compile_config(
     *,
     kernel_config: Mapping[str, Any] | None,
     attention_config: Mapping[str, Any] | None = None,
-    hf_config: Mapping[str, Any] | None | object = UNSET,
     use_transformers: bool = True,
 ) -> CompileConfig | ConfigRefusal:
-    """The config part of the compile-cache key for ``inputs`` on ``target``.
+    """The config part of the compile-cache key for ``inputs`` on ``target``, as
+    ``release`` computes it.
 
-    ``kernel_config``: the resolved kernel config (``Resolution.kernel_config``;
-    ``None`` makes the kernel part unknown). ``attention_config``: the attention config
-    values (``Resolution.attention.config``; ``None``: the release's defaults).
-    ``hf_config``: the model's config.json (default: ``inputs.hf_config``).
-    ``use_transformers``: load it with transformers, when installed, for the model
-    part's ``hf_config`` text (``False``: the model part is unknown).
-    Returns the parts and hashes, or vLLM's refusal.
+    ``inputs``: the launch as :func:`kernelcfg.flags.argv.parse` reads it (its options,
+    environment, install and the model's ``hf_config``: ``None`` makes every part that
+    reads the model unknown). ``kernel_config``: the resolved kernel config
+    (``Resolution.kernel_config``; ``None``: the kernel part is unknown).
+    ``attention_config``: the attention config's values (``Resolution.attention.config``;
+    ``None``: the release's defaults). ``use_transformers``: load the model's config with
+    transformers, when installed, for the model part's ``hf_config`` text (``False``: the
+    model part is unknown). Returns the parts and hashes, or vLLM's refusal.
     """
     data = config_data(release.version)
-    hf = inputs.hf_config if hf_config is UNSET else hf_config
-    build = Build(
-        data,
-        target,
-        _options(inputs),
-        inputs.env,
-        hf,  # type: ignore[arg-type]
-        install=inputs.install,
-        kernel=kernel_config,
-    )
+    launch = Launch(_options(inputs), inputs.env, inputs.hf_config, inputs.install, kernel_config)
+    build = Build(data, target, launch)
     try:
-        build.run()
+        run(build)
     except ConfigRefusedError as exc:
         return ConfigRefusal(exc.kind, exc.message, exc.where)
     text = _hf_text(build, use_transformers)
@@ -173,6 +156,7 @@ def compile_config(
 
 
 def _hf_text(build: Build, use_transformers: bool) -> Any:
+    """The model part's ``hf_config`` text (``None`` without a model)."""
     if build.model is None or build.hf is None:
         return None
     if not use_transformers:
@@ -180,7 +164,8 @@ def _hf_text(build: Build, use_transformers: bool) -> Any:
 
         return HfText(None, None, "transformers not used")
     trust = bool(build.options.get("trust_remote_code"))
-    return hf_text(build.hf, build.model, trust_remote_code=trust)
+    classes = frozenset(build.data.get("vllm_config_classes", ()))
+    return hf_text(build.hf, build.model, trust_remote_code=trust, vllm_classes=classes)
 
 
 def _parts(
@@ -190,6 +175,7 @@ def _parts(
     attention: Mapping[str, Any] | None,
     text: Any,
 ) -> dict[str, ConfigPart]:
+    """Every part ``VllmConfig`` hashes, by attribute (optional parts only when the launch adds them: then unknown)."""
     data = build.data
     out: dict[str, ConfigPart] = {}
     for part in data["parts"]:
@@ -197,6 +183,8 @@ def _parts(
         if attr is None or attr == "additional_config":
             continue
         if part.get("optional"):
+            if attr in build.unknown:
+                out[attr] = ConfigPart(None, None, build.unknown[attr])
             continue
         cls = part["class"]
         if attr == "kernel_config":
@@ -209,6 +197,7 @@ def _parts(
 
 
 def _kernel(release: releases.Release, kernel: Mapping[str, Any] | None) -> ConfigPart:
+    """The kernel config's part: kernelcfg's own kernel hash."""
     if kernel is None:
         return ConfigPart(None, None, "the kernel config (vLLM refuses it)")
     factors, found = kernel_hash(release, kernel)
@@ -218,9 +207,12 @@ def _kernel(release: releases.Release, kernel: Mapping[str, Any] | None) -> Conf
 def _attention(
     release: releases.Release, build: Build, values: Mapping[str, Any] | None
 ) -> ConfigPart:
+    """The attention config's part, with the workspace factor ``__post_init__`` sets."""
     found = attention_facts.facts(release.version)
     if found is None:
         return ConfigPart(None, None, "no attention facts for this release")
+    if "attention_config" in build.unknown:
+        return ConfigPart(None, None, build.unknown["attention_config"])
     vals = dict(found.defaults if values is None else values)
     after = build.values.get("AttentionConfig", {}).get("sparse_mla_prefill_workspace_factor")
     if vals.get("sparse_mla_prefill_workspace_factor") is None and after is not None:
@@ -230,6 +222,7 @@ def _attention(
 
 
 def _config(build: Build, cls: str, attr: str, text: Any) -> ConfigPart:
+    """One config class's part, as its release data says it hashes."""
     entry = build.data["configs"][cls]
     how = entry["hash"]
     kind = how["kind"]
@@ -243,7 +236,7 @@ def _config(build: Build, cls: str, attr: str, text: Any) -> ConfigPart:
         return ConfigPart({}, digest({}))
     if kind == "str_list":
         items = [values[name] for name in how["items"]]
-        return ConfigPart(items, hashlib.md5(_py_str(items).encode()).hexdigest())  # noqa: S324 (vLLM's hash)
+        return ConfigPart(items, hashlib.md5(_py_str(items).encode()).hexdigest())
     if kind != "fields":
         return ConfigPart(None, None, how.get("why", kind))
     try:
@@ -256,6 +249,7 @@ def _config(build: Build, cls: str, attr: str, text: Any) -> ConfigPart:
 def _model_values(
     values: dict[str, Any], text: Any, why: str | None
 ) -> tuple[dict[str, Any], str | None]:
+    """The model config's values with the ``hf_config`` text, or why it is unknown."""
     if why is not None:
         return values, why
     if text is None or text.text is None:
@@ -284,6 +278,7 @@ def _factors(build: Build, cls: str, values: Mapping[str, Any]) -> dict[str, Any
 
 
 def _nested_class(build: Build, cls: str, name: str) -> str:
+    """The config class a nested field holds."""
     for f in build.data["configs"][cls]["fields"]:
         if f["name"] == name:
             if "nested" in f:
@@ -295,6 +290,7 @@ def _nested_class(build: Build, cls: str, name: str) -> str:
 
 
 def _value(build: Build, cls: str, name: str, value: Any, entry: Mapping[str, Any]) -> Any:
+    """One field's value as ``normalize_value`` makes it (nested configs as their factors)."""
     if value is UNSET:
         raise LookupError(f"{cls}.{name}")
     if "nested" in entry:
@@ -312,23 +308,27 @@ def _py_str(value: Any) -> str:
     return repr(value)
 
 
-def _whole(data: Mapping[str, Any], build: Build, parts: dict[str, ConfigPart], text: Any) -> CompileConfig:
+def _whole(
+    data: Mapping[str, Any], build: Build, parts: dict[str, ConfigPart], text: Any
+) -> CompileConfig:
+    """The whole hash: 0.34.0 the digest of the factor tree, before the MD5 of the list of part hashes."""
     version = data["vllm_version"]
     version_of = getattr(text, "transformers", None)
     resolved = _resolved(build)
     if data["scheme"] == "compile_factors":
-        tree, known = _tree(data, build, parts)
+        tree, known = _tree(data, parts)
+        known = known and "additional_config" not in build.unknown
         whole = digest(tree) if known else None
         parts["additional_config"] = ConfigPart({}, None)
         return CompileConfig(version, parts, whole, tree if known else None, version_of, resolved)
     items: list[Any] = [version]
-    known = True
+    known = "additional_config" not in build.unknown
     for part in data["parts"]:
         attr = part["attribute"]
         if attr == "additional_config":
             items.append("None")
             continue
-        if part.get("optional"):
+        if part.get("optional") and attr not in parts:
             if part["absent"] != "skipped":
                 items.append(part["absent"])
             continue
@@ -336,13 +336,13 @@ def _whole(data: Mapping[str, Any], build: Build, parts: dict[str, ConfigPart], 
         known = known and found.hash is not None
         items.append(found.hash)
     parts["additional_config"] = ConfigPart({}, None)
-    whole = hashlib.md5(_py_str([items]).encode()).hexdigest()[:10] if known else None  # noqa: S324
+    whole = hashlib.md5(_py_str([items]).encode()).hexdigest()[:10] if known else None
     return CompileConfig(version, parts, whole, None, version_of, resolved)
 
 
-def _tree(
-    data: Mapping[str, Any], build: Build, parts: dict[str, ConfigPart]
-) -> tuple[dict[str, Any], bool]:
+def _tree(data: Mapping[str, Any], parts: dict[str, ConfigPart]) -> tuple[dict[str, Any], bool]:
+    """``VllmConfig.compile_factors()``: each part's factors by its key, absent optional
+    parts as ``{}``, the version; whether every part is known."""
     tree: dict[str, Any] = {}
     known = True
     for part in data["parts"]:
@@ -351,7 +351,7 @@ def _tree(
             tree[key] = data["vllm_version"]
         elif key in ("multimodal", "additional"):
             continue
-        elif part.get("optional"):
+        elif part.get("optional") and attr not in parts:
             tree[key] = {}
         else:
             found = parts[attr]
@@ -361,6 +361,7 @@ def _tree(
 
 
 def _resolved(build: Build) -> dict[str, Any]:
+    """A few values vLLM derived, for people reading the result."""
     m = build.model
     cc = build.cc
     out: dict[str, Any] = {

@@ -1,32 +1,29 @@
 """The compilation config vLLM hashes: ``-cc``, ``CompilationConfig.__post_init__``, then
 the steps of ``VllmConfig.__post_init__`` that change it (``-O`` and its fusion passes,
-the base custom ops, breakable CUDA graphs, the CUDA-graph mode and capture sizes, the
-compile ranges, the splitting ops), written once, in vLLM's order.
-
-The optimisation-level tables are release data: the CUDA-graph mode in
-``vllm-X.Y.Z.json``, the fusion passes in ``compile-config-X.Y.Z.json`` (``levels``:
-a constant, or the name of one of the functions of :data:`LEVEL_RULES`).
+the base custom ops, breakable CUDA graphs, the CUDA-graph mode, the platform's changes,
+the compile ranges, the splitting ops), written once, in vLLM's order. The capture sizes
+are :mod:`kernelcfg.vllm.compile_capture`'s, the fusion passes of ``-O``
+:mod:`kernelcfg.vllm.compile_passes`'.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kernelcfg.targets.presets import Target
+from kernelcfg.vllm.compile_capture import graph_sizes, has_mode, without_piecewise
 from kernelcfg.vllm.compile_model import ConfigRefusedError, ModelFacts
+from kernelcfg.vllm.compile_passes import level_defaults
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.compile_rules import Build
+    from kernelcfg.vllm.compile_state import Build
     from kernelcfg.vllm.inputs import Inputs
 
 __all__ = [
-    "LEVEL_RULES",
     "batch_invariant_breakable",
     "construct",
-    "gpt_oss_hook",
+    "cpu_platform",
     "post_init",
     "tuned_batch_invariant_shape",
 ]
@@ -50,27 +47,6 @@ def _cudagraph(value: Any) -> str:
     return ("NONE", "PIECEWISE", "FULL")[int(value)]
 
 
-_SEPARATE = {"FULL_DECODE_ONLY": ("FULL", "NONE"), "FULL_AND_PIECEWISE": ("FULL", "PIECEWISE")}
-
-
-def _has(mode: str, part: str) -> bool:
-    """``CUDAGraphMode.has_mode``."""
-    return part in _SEPARATE.get(mode, (mode,))
-
-
-def _without_piecewise(mode: str) -> str:
-    """``CUDAGraphMode.without_piecewise``."""
-    return {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}.get(mode, mode)
-
-
-def _mixed(mode: str) -> str:
-    """``CUDAGraphMode.mixed_mode``."""
-    return _SEPARATE[mode][1] if mode in _SEPARATE else mode
-
-
-# ----------------------------------------------------------------- construction
-
-
 def construct(b: Build) -> None:
     """``create_engine_config``'s compilation config: ``-cc``, the top-level capture
     size flags, then ``CompilationConfig.__post_init__``."""
@@ -88,7 +64,10 @@ def construct(b: Build) -> None:
         else:
             cc[key] = value
     _top_level_sizes(b, given)
-    if cc.get("compile_cache_save_format", 0) is not None and "compile_cache_save_format" not in given:
+    if (
+        cc.get("compile_cache_save_format", 0) is not None
+        and "compile_cache_save_format" not in given
+    ):
         cc["compile_cache_save_format"] = b.envs("VLLM_COMPILE_CACHE_SAVE_FORMAT")
     _compilation_post_init(b)
 
@@ -147,42 +126,6 @@ def _pass_platform(b: Build) -> None:
         passes["fuse_rope_kvcache_cat_mla"] = False
 
 
-def gpt_oss_hook(b: Build) -> None:
-    """``GptOssForCausalLMConfig.verify_and_update_config``: the capture sizes widened
-    to the legacy 1024-token cap, unless a size was given or on SM100."""
-    cc = b.cc
-    split = "prefill_cudagraph_capture_token_sizes" in cc
-    names = ["cudagraph_capture_sizes", "max_cudagraph_capture_size"]
-    if split:
-        names += [
-            "prefill_cudagraph_capture_token_sizes",
-            "max_prefill_cudagraph_capture_tokens",
-            "decode_cudagraph_capture_request_sizes",
-            "max_decode_cudagraph_capture_requests",
-        ]
-    if any(cc.get(n) is not None for n in names):
-        return
-    if not split:
-        cc["max_cudagraph_capture_size"] = 1024
-        return
-    if b.capability_family(100):
-        return
-    tokens = min(b.values["SchedulerConfig"]["max_num_batched_tokens"], 1024)
-    sizes = {1, 2, 4, *range(8, 256, 8), *range(256, 1024, 16)}
-    cc["prefill_cudagraph_capture_token_sizes"] = sorted({s for s in sizes if s < tokens} | {tokens})
-    cc["max_decode_cudagraph_capture_requests"] = 1024 // 1
-
-
-# ----------------------------------------------------------------- __post_init__
-
-
-def _custom_op_enabled(custom_ops: list[str], op: str) -> bool:
-    """``CompilationConfig.is_custom_op_enabled``."""
-    if "all" in custom_ops:
-        return f"-{op}" not in custom_ops
-    return f"+{op}" in custom_ops
-
-
 def _batch_invariant_breakable(b: Build) -> bool:
     """``_uses_breakable_cudagraph_for_batch_invariance`` for the launch being built."""
     if b.model is None or b.hf is None or b.options.get("enforce_eager"):
@@ -196,9 +139,8 @@ def batch_invariant_breakable(version: str, target: Target, inputs: Inputs) -> b
     """Whether ``VLLM_BATCH_INVARIANT=1`` turns breakable CUDA graphs on for this
     launch (``_uses_breakable_cudagraph_for_batch_invariance``): read from the model's
     config.json; ``False`` without one, or where vLLM refuses the model."""
-    from kernelcfg.vllm.compile_config import config_data
     from kernelcfg.vllm.compile_model import model_facts
-    from kernelcfg.vllm.compile_rules import supported_dtypes
+    from kernelcfg.vllm.compile_state import config_data, supported_dtypes
 
     if inputs.hf_config is None or inputs.enforce_eager or target.kind != "cuda":
         return False
@@ -296,6 +238,7 @@ def _blocked_weights(b: Build) -> bool:
 
 
 def _quant_fp8(b: Build) -> None:
+    """The ``+quant_fp8`` custom op blocked weights turn on (unless ``-quant_fp8``)."""
     if _blocked_weights(b) and "-quant_fp8" not in b.cc["custom_ops"]:
         b.cc["custom_ops"].append("+quant_fp8")
 
@@ -320,148 +263,22 @@ def _rocm_platform_defaults(b: Build) -> None:
         b.unknown.setdefault("compilation_config", "the model's quantisation (ROCm custom ops)")
 
 
-def _ir_first(b: Build, op: str) -> str | None:
-    lists = (b.kernel or {}).get("ir_op_priority") or {}
-    found = lists.get(op) or []
-    return found[0] if found else None
-
-
-def _splitting_ops_contain_kv_cache_update(b: Build) -> bool:
-    cc = b.cc
-    if (
-        not cc["use_inductor_graph_partition"]
-        and cc["splitting_ops"] is None
-        and not cc["pass_config"].get("fuse_attn_quant")
-    ):
-        return True
-    ops = cc["splitting_ops"] or []
-    return all(
-        op in ops for op in ("vllm::unified_kv_cache_update", "vllm::unified_mla_kv_cache_update")
-    )
-
-
-def _norm_fusion(b: Build) -> bool:
-    ops = b.cc["custom_ops"]
-    first = _ir_first(b, "rms_norm")
-    if b.kernel is None:
-        b.unknown.setdefault("compilation_config", "the kernel config (IR op priority)")
-    return (
-        _custom_op_enabled(ops, "rms_norm")
-        or _custom_op_enabled(ops, "quant_fp8")
-        or (first is not None and first != "native")
-    )
-
-
-def _act_fusion(b: Build) -> bool:
-    ops = b.cc["custom_ops"]
-    nvfp4 = b.model is not None and _is_nvfp4(b)
-    return _custom_op_enabled(ops, "silu_and_mul") or _custom_op_enabled(ops, "quant_fp8") or nvfp4
-
-
-def _is_nvfp4(b: Build) -> bool:
-    m = b.model
-    assert m is not None
-    if m.quantization == "modelopt_fp4":
-        return True
-    quant = m.quant_config or {}
-    return m.quantization == "compressed-tensors" and "nvfp4" in str(quant.get("format", "")).lower()
-
-
-def _allreduce_fusion(b: Build) -> bool | None:
-    if b.envs("VLLM_BATCH_INVARIANT"):
-        return False
-    tp = b.pc["tensor_parallel_size"]
-    if b.kind == "rocm":
-        enabled = b.aiter_enabled()
-        return enabled and tp > 1
-    return (
-        tp > 1
-        and b.kind == "cuda"
-        and b.has_flashinfer()
-        and (b.capability_family(100) or b.capability_is(90))
-    )
-
-
-def _norm_pad_fusion(b: Build) -> bool:
-    return (
-        _ir_first(b, "fused_add_rms_norm") == "aiter"
-        and b.model is not None
-        and b.model.hidden_size == 2880
-    )
-
-
-def _rope_kvcache_fusion(b: Build) -> bool | None:
-    enabled = b.aiter_enabled()
-    return enabled and (
-        _custom_op_enabled(b.cc["custom_ops"], "rotary_embedding")
-        and (b.cc["use_inductor_graph_partition"] or not _splitting_ops_contain_kv_cache_update(b))
-    )
-
-
-def _rope_kvcache_mla_fusion(b: Build) -> bool:
-    return bool(
-        b.cc["use_inductor_graph_partition"] or not _splitting_ops_contain_kv_cache_update(b)
-    )
-
-
-def _qk_norm_rope_kvcache(b: Build) -> bool | None:
-    if not b.aiter_enabled():
-        return False
-    return _custom_op_enabled(b.cc["custom_ops"], "rotary_embedding")
-
-
-LEVEL_RULES: dict[str, Callable[[Build], Any]] = {
-    "enable_norm_fusion": _norm_fusion,
-    "enable_act_fusion": _act_fusion,
-    "enable_allreduce_rms_fusion": _allreduce_fusion,
-    "enable_norm_pad_fusion": _norm_pad_fusion,
-    "enable_mla_dual_rms_norm_fusion": lambda b: b.aiter_enabled(),
-    "enable_rope_kvcache_fusion": _rope_kvcache_fusion,
-    "enable_rope_kvcache_mla_fusion": _rope_kvcache_mla_fusion,
-    "enable_qk_norm_rope_kvcache": _qk_norm_rope_kvcache,
-}
-"""The functions ``OPTIMIZATION_LEVEL_0N`` names, by name (the release data names them)."""
-
-
-def _level_defaults(b: Build) -> None:
-    """``_apply_optimization_level_defaults``: every field still ``None`` takes the
-    level's value (a function of the config where the table names one)."""
-    from kernelcfg.vllm import releases
-
-    table = b.data["levels"][str(b.level)]
-    for key, value in table.items():
-        if key == "pass_config":
-            for flag, default in value.items():
-                if flag in b.cc["pass_config"] and b.cc["pass_config"][flag] is None:
-                    b.cc["pass_config"][flag] = _level_value(b, default)
-        elif key in b.cc and b.cc[key] is None:
-            b.cc[key] = _level_value(b, value)
-    if b.cc["cudagraph_mode"] is None:
-        release = releases.load(b.data["vllm_version"])
-        b.cc["cudagraph_mode"] = release.level_defaults(b.level)["cudagraph_mode"]
-
-
-def _level_value(b: Build, value: Any) -> Any:
-    if isinstance(value, dict) and "rule" in value:
-        rule = LEVEL_RULES.get(value["rule"])
-        if rule is None:
-            b.unknown.setdefault("compilation_config", f"the -O rule {value['rule']}")
-            return None
-        return rule(b)
-    return value
-
-
 def _normalize_piecewise(b: Build) -> None:
     """``_normalize_piecewise_cudagraph_mode``."""
     cc = b.cc
-    if _has(cc["cudagraph_mode"], "PIECEWISE") and cc["mode"] != VLLM_COMPILE and not b.breakable:
-        cc["cudagraph_mode"] = _without_piecewise(cc["cudagraph_mode"])
+    if (
+        has_mode(cc["cudagraph_mode"], "PIECEWISE")
+        and cc["mode"] != VLLM_COMPILE
+        and not b.breakable
+    ):
+        cc["cudagraph_mode"] = without_piecewise(cc["cudagraph_mode"])
         if cc["cudagraph_mode"] == "NONE":
             cc["max_cudagraph_capture_size"] = 0
             cc["cudagraph_capture_sizes"] = []
 
 
 def _torch_at_least(b: Build, version: str) -> bool:
+    """Whether the torch the release pins is at least ``version``."""
     from kernelcfg.vllm.compile_env import env_data, version_order
 
     pin = env_data(b.data["vllm_version"])["torch_pin"]
@@ -470,8 +287,33 @@ def _torch_at_least(b: Build, version: str) -> bool:
 
 def post_init(b: Build) -> None:
     """The compilation steps of ``VllmConfig.__post_init__``, in its order."""
-    cc = b.cc
     eager = bool(b.options.get("enforce_eager"))
+    _mode_and_custom_ops(b, eager)
+    level_defaults(b)
+    _normalize_piecewise(b)
+    cc = b.cc
+    if "fast_moe_cold_start" in cc:
+        if _torch_at_least(b, "2.11"):
+            cc["fast_moe_cold_start"] = False
+        elif cc["fast_moe_cold_start"] is None:
+            cc["fast_moe_cold_start"] = True
+    graph_sizes(b, eager)
+    _platform_check(b)
+    _normalize_piecewise(b)
+    if cc["mode"] == STOCK and cc["cudagraph_mode"] != "NONE":
+        cc["cudagraph_mode"] = "NONE"
+        cc["max_cudagraph_capture_size"] = 0
+        cc["cudagraph_capture_sizes"] = []
+    _compile_ranges(b)
+    _splitting_ops(b)
+    _quant_fp8(b)
+
+
+def _mode_and_custom_ops(b: Build, eager: bool) -> None:
+    """``--enforce-eager``, ``TORCH_COMPILE_DISABLE``, breakable CUDA graphs, the custom
+    ops blocked weights and the platform turn on, then the mode ``-O`` gives, the IR
+    torch wrap and the base custom op (``none`` under inductor, else ``all``)."""
+    cc = b.cc
     if eager:
         cc["mode"], cc["cudagraph_mode"] = NONE, "NONE"
     if b.env.get("TORCH_COMPILE_DISABLE") == "1":
@@ -487,27 +329,17 @@ def post_init(b: Build) -> None:
     if all(s not in cc["custom_ops"] for s in ("all", "none")):
         inductor = cc["backend"] == "inductor" and cc["mode"] != NONE
         cc["custom_ops"].append("none" if inductor else "all")
-    _level_defaults(b)
-    _normalize_piecewise(b)
-    if "fast_moe_cold_start" in cc:
-        if _torch_at_least(b, "2.11"):
-            cc["fast_moe_cold_start"] = False
-        elif cc["fast_moe_cold_start"] is None:
-            cc["fast_moe_cold_start"] = True
-    _graph_sizes(b, eager)
-    if b.kind == "rocm" and _has(cc["cudagraph_mode"], "FULL"):
-        if b.pc.get("prefill_context_parallel_size", 1) > 1:
-            cc["cudagraph_mode"] = "PIECEWISE"
+
+
+def _platform_check(b: Build) -> None:
+    """``check_and_update_config``: prefill context parallelism has no full CUDA graphs
+    on ROCm; the CPU's own changes."""
+    cc = b.cc
+    pcp = b.pc.get("prefill_context_parallel_size", 1)
+    if b.kind == "rocm" and has_mode(cc["cudagraph_mode"], "FULL") and pcp > 1:
+        cc["cudagraph_mode"] = "PIECEWISE"
     if b.kind == "cpu":
         cpu_platform(b)
-    _normalize_piecewise(b)
-    if cc["mode"] == STOCK and cc["cudagraph_mode"] != "NONE":
-        cc["cudagraph_mode"] = "NONE"
-        cc["max_cudagraph_capture_size"] = 0
-        cc["cudagraph_capture_sizes"] = []
-    _compile_ranges(b)
-    _splitting_ops(b)
-    _quant_fp8(b)
 
 
 def cpu_platform(b: Build) -> None:
@@ -546,165 +378,6 @@ def cpu_platform(b: Build) -> None:
         )
 
 
-def _graph_sizes(b: Build, eager: bool) -> None:
-    """The static-graph platforms' step: warm-ups and the capture sizes (the CPU has
-    no CUDA graphs)."""
-    cc = b.cc
-    if b.kind not in ("cuda", "rocm"):
-        cc["cudagraph_mode"] = "NONE"
-        return
-    if eager:
-        cc["cudagraph_mode"] = "NONE"
-        cc["max_cudagraph_capture_size"] = 0
-        cc["cudagraph_capture_sizes"] = []
-    else:
-        cc["cudagraph_num_of_warmups"] = 1
-    _set_cudagraph_sizes(b, eager)
-
-
-def _set_cudagraph_sizes(b: Build, eager: bool) -> None:
-    """``VllmConfig._set_cudagraph_sizes`` (one decode token per request: no
-    speculative decoding)."""
-    cc = b.cc
-    s = b.values["SchedulerConfig"]
-    if eager or cc["cudagraph_mode"] == "NONE" or b.model is None:
-        cc["max_cudagraph_capture_size"] = 0
-        cc["cudagraph_capture_sizes"] = []
-        _compile_sizes(b)
-        return
-    legacy = cc["max_cudagraph_capture_size"] is not None or cc["cudagraph_capture_sizes"] is not None
-    max_size = cc["max_cudagraph_capture_size"]
-    decode: list[int] = []
-    seqs, tokens = s["max_num_seqs"], s["max_num_batched_tokens"]
-    if max_size is None:
-        default = 1024 if b.capability_family(100) else 512
-        max_size = min(seqs * 2, default)
-        if seqs <= max_size:
-            decode = [seqs]
-    max_size = min(tokens, max_size)
-    if cc["cudagraph_capture_sizes"] is not None:
-        sizes = sorted(i for i in set(cc["cudagraph_capture_sizes"]) if i <= tokens)
-    else:
-        sizes = [i for i in (1, 2, 4) if i <= max_size]
-        if max_size >= 8:
-            sizes += list(range(8, min(max_size + 1, 256), 8))
-        if max_size >= 256:
-            sizes += list(range(256, max_size + 1, 16))
-        if tokens <= max_size and tokens not in sizes:
-            sizes.append(tokens)
-        sizes = sorted(set(sizes + [d for d in decode if d <= tokens]))
-    valid = sizes[-1] if sizes else 0
-    if (
-        cc["max_cudagraph_capture_size"] is not None
-        and cc["max_cudagraph_capture_size"] != valid
-        and cc["cudagraph_capture_sizes"] is not None
-    ):
-        raise ConfigRefusedError(
-            "ValidationError",
-            f"customized max_cudagraph_capture_size(={cc['max_cudagraph_capture_size']}) "
-            f"should be consistent with the max value of cudagraph_capture_sizes(={valid})",
-        )
-    cc["max_cudagraph_capture_size"] = valid
-    cc["cudagraph_capture_sizes"] = sizes
-    if "prefill_cudagraph_capture_token_sizes" in cc:
-        _split_sizes(b, legacy)
-    _compile_sizes(b)
-
-
-def _compile_sizes(b: Build) -> None:
-    """``post_init_cudagraph_sizes``: ``compile_sizes`` (``cudagraph_capture_sizes``
-    stands for the capture sizes)."""
-    cc = b.cc
-    out: list[int] = []
-    for x in list(dict.fromkeys(cc["compile_sizes"] or [])):
-        out.extend(cc["cudagraph_capture_sizes"] if isinstance(x, str) else [x])
-    cc["compile_sizes"] = out
-    cc["cudagraph_capture_sizes"] = sorted(cc["cudagraph_capture_sizes"])
-
-
-def _walk_grid(limit: int, step: Callable[[float], float]) -> list[int]:
-    """``_walk_grid``: 1 to ``limit``, each size the next multiple of the largest power
-    of two not above ``step(size)``."""
-    grid, size = [], 1
-    while size < limit:
-        grid.append(size)
-        stride = 1 << max(0, math.floor(math.log2(max(1.0, step(size)))))
-        size = (size // stride + 1) * stride
-    return [*grid, limit] if limit else []
-
-
-def _prefill_grid(max_tokens: int) -> list[int]:
-    """``prefill_cudagraph_capture_grid`` (not the interactivity mode)."""
-    return _walk_grid(max_tokens, lambda t: min(t, max(8, t / 4), 0.07 * max(t, 4096)))
-
-
-def _decode_grid(max_requests: int) -> list[int]:
-    """``decode_cudagraph_capture_grid``."""
-    return _walk_grid(max_requests, lambda n: 0.65 * n ** (2 / 3))
-
-
-def _decode_shapes(sizes: list[int], max_reqs: int, max_tokens: int) -> set[int]:
-    """``decode_cudagraph_capture_shapes`` for one token per request: the request
-    counts captured, the first above the limit captured at the limit."""
-    ordered = sorted(set(sizes))
-    limit = min(max_reqs, max_tokens)
-    if limit < 1:
-        return set()
-    reachable = ordered[: bisect.bisect_left(ordered, limit) + 1]
-    return {min(n, limit) for n in reachable}
-
-
-def _split_sizes(b: Build, legacy: bool) -> None:
-    """``_split_cudagraph_capture_sizes`` (one decode token per request)."""
-    cc = b.cc
-    s = b.values["SchedulerConfig"]
-    seqs, tokens = s["max_num_seqs"], s["max_num_batched_tokens"]
-    prefill = cc["prefill_cudagraph_capture_token_sizes"]
-    max_prefill = cc["max_prefill_cudagraph_capture_tokens"]
-    decode = cc["decode_cudagraph_capture_request_sizes"]
-    max_decode = cc["max_decode_cudagraph_capture_requests"]
-    split = any(x is not None for x in (prefill, max_prefill, decode, max_decode))
-    shared, shared_max = list(cc["cudagraph_capture_sizes"]), cc["max_cudagraph_capture_size"]
-    wide = not legacy and b.capability_family(100)
-    if wide and cc["max_decode_cudagraph_capture_tokens"] is None:
-        cc["max_decode_cudagraph_capture_tokens"] = 8192
-    if prefill is not None:
-        prefill = _explicit(prefill, tokens, max_prefill, "prefill_cudagraph_capture_token_sizes")
-    elif max_prefill is not None or wide:
-        prefill = _prefill_grid(min(8192 if max_prefill is None else max_prefill, tokens))
-    else:
-        prefill = list(shared)
-    if decode is not None:
-        decode = _explicit(decode, seqs, max_decode, "decode_cudagraph_capture_request_sizes")
-    elif max_decode is not None or wide:
-        decode = _decode_grid(seqs if max_decode is None else min(max_decode, seqs))
-    else:
-        decode = sorted({min(x, seqs) for x in shared if x <= shared_max})
-    cc["prefill_cudagraph_capture_token_sizes"] = prefill
-    cc["max_prefill_cudagraph_capture_tokens"] = max(prefill, default=0)
-    cc["decode_cudagraph_capture_request_sizes"] = decode
-    cc["max_decode_cudagraph_capture_requests"] = max(decode, default=0)
-    decode_max = min(tokens, cc["max_decode_cudagraph_capture_tokens"] or tokens)
-    decode_tokens = _decode_shapes(decode, seqs, decode_max)
-    token_sizes = decode_tokens | set(prefill)
-    if not (legacy and not split) and _mixed(cc["cudagraph_mode"]) == "NONE":
-        token_sizes = set(decode_tokens)
-    if legacy and split:
-        token_sizes = set(shared)
-    cc["cudagraph_capture_sizes"] = sorted(token_sizes)
-    cc["max_cudagraph_capture_size"] = max(token_sizes, default=0)
-    if not token_sizes:
-        cc["cudagraph_mode"] = "NONE"
-
-
-def _explicit(sizes: list[int], limit: int, cap: int | None, name: str) -> list[int]:
-    kept = sorted({x for x in sizes if 1 <= x <= limit})
-    if cap is not None and kept and kept[-1] > cap:
-        cap_name = name.replace("_sizes", "s").replace("capture_token", "capture_tokens")
-        raise ConfigRefusedError("ValidationError", f"{name} holds {kept[-1]}, above {cap_name}={cap}.")
-    return kept
-
-
 def _compile_ranges(b: Build) -> None:
     """``_set_compile_ranges``: up to ``max_num_batched_tokens``, with the fusion
     passes' bounds below it."""
@@ -738,16 +411,17 @@ def _splitting_ops(b: Build) -> None:
     if cc["pass_config"].get("fuse_attn_quant") and not cc["use_inductor_graph_partition"]:
         if cc["splitting_ops"] is None:
             cc["splitting_ops"] = []
-            if _has(cc["cudagraph_mode"], "PIECEWISE"):
+            if has_mode(cc["cudagraph_mode"], "PIECEWISE"):
                 cc["cudagraph_mode"] = "FULL"
     elif cc["splitting_ops"] is None:
-        cc["splitting_ops"] = list(b.const("CompilationConfig", "_attention_ops"))
+        ops = list(b.const("CompilationConfig", "_attention_ops"))
         if not cc["use_inductor_graph_partition"]:
             cc["pass_config"]["fuse_rope_kvcache"] = _off(cc["pass_config"], "fuse_rope_kvcache")
             cc["pass_config"]["fuse_qk_norm_rope_kvcache"] = _off(
                 cc["pass_config"], "fuse_qk_norm_rope_kvcache"
             )
-            cc["splitting_ops"] += ["vllm::unified_kv_cache_update", "vllm::unified_mla_kv_cache_update"]
+            ops += ["vllm::unified_kv_cache_update", "vllm::unified_mla_kv_cache_update"]
+        cc["splitting_ops"] = ops
     elif len(cc["splitting_ops"]) == 0:
         if cc["cudagraph_mode"] == "PIECEWISE":
             cc["cudagraph_mode"] = "NONE"
@@ -763,10 +437,6 @@ def _off(passes: dict[str, Any], flag: str) -> Any:
 
 
 def _deepep_ht(b: Build, dp: int) -> None:
+    """DeepEP high-throughput kernels take no CUDA graphs (data parallel MoE)."""
     if b.pc["all2all_backend"] == "deepep_high_throughput" and dp > 1:
         b.cc["cudagraph_mode"] = "NONE"
-
-
-def ceil_div(a: int, c: int) -> int:
-    """``cdiv``."""
-    return math.ceil(a / c)

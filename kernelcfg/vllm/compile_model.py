@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from kernelcfg.vllm.moe_checkpoint import quantization_config_of, resolve_quant_method
@@ -40,6 +41,7 @@ class ConfigRefusedError(Exception):
     (``type``) and its message (the part kernelcfg can derive)."""
 
     def __init__(self, kind: str, message: str, where: str = "VllmConfig") -> None:
+        """Record vLLM's exception type, message and the pydantic model wrapping it."""
         super().__init__(message)
         self.kind = kind
         """The exception vLLM raises: ``ValueError``, ``ValidationError`` …"""
@@ -83,6 +85,7 @@ class ModelFacts:
 
 
 def _text_config(hf: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The text config of a multimodal config.json, else the config itself."""
     text = hf.get("text_config")
     return text if isinstance(text, Mapping) else hf
 
@@ -105,7 +108,9 @@ def _config_dtype(hf: Mapping[str, Any]) -> str:
     return "torch.float32"
 
 
-def _dtype(facts: Mapping[str, Any], hf: Mapping[str, Any], given: str, supported: list[str]) -> str:
+def _dtype(
+    facts: Mapping[str, Any], hf: Mapping[str, Any], given: str, supported: list[str]
+) -> str:
     """``_get_and_verify_dtype``: ``--dtype`` (``auto``: the checkpoint's, downcast from
     float32 and moved to the platform's first supported dtype), refused where the model
     type refuses float16."""
@@ -144,10 +149,9 @@ def _rope_parameters(hf: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [found]
 
 
-def _max_model_len(facts: Mapping[str, Any], hf: Mapping[str, Any], given: int | None) -> int:
-    """``_get_and_verify_max_len``: the smallest length key, times the RoPE factor where
-    the RoPE type has not applied it; ``--max-model-len`` may not exceed it."""
-    text = _text_config(hf)
+def _derived_len(facts: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[float, str | None]:
+    """``derive_max_model_len_and_key``: the smallest of the length keys (Command-R's
+    ``model_max_length`` wins)."""
     derived: float = float("inf")
     key = None
     for name in facts["max_len_keys"]:
@@ -158,32 +162,46 @@ def _max_model_len(facts: Mapping[str, Any], hf: Mapping[str, Any], given: int |
             derived = min(derived, value)
     if text.get("model_max_length"):
         key, derived = "model_max_length", text["model_max_length"]
+    return derived, key
+
+
+def _rope_scaled(facts: Mapping[str, Any], hf: Mapping[str, Any], derived: float) -> float:
+    """The length times the RoPE factor, where the RoPE type has not applied it (Gemma 3
+    has)."""
+    ropes = _rope_parameters(hf)
+    if not ropes or "gemma3" in str(hf.get("model_type", "")):
+        return derived
+    factor = 1.0
+    for rope in ropes:
+        if rope.get("rope_type", rope.get("type", "default")) not in facts["rope_types_unscaled"]:
+            factor = rope.get("factor", factor)
+    return derived * (1.0 if factor is None else factor)
+
+
+def _max_model_len(facts: Mapping[str, Any], hf: Mapping[str, Any], given: int | None) -> int:
+    """``_get_and_verify_max_len``: the model's length (``--max-model-len`` may not
+    exceed it)."""
+    text = _text_config(hf)
+    derived, key = _derived_len(facts, text)
     if derived == float("inf"):
         if given is not None:
             return given
         derived = 2048
-    ropes = _rope_parameters(hf)
-    if ropes and "gemma3" not in str(hf.get("model_type", "")):
-        factor = 1.0
-        for rope in ropes:
-            kind = rope.get("rope_type", rope.get("type", "default"))
-            if kind not in facts["rope_types_unscaled"]:
-                factor = rope.get("factor", factor)
-        derived *= 1.0 if factor is None else factor
+    derived = _rope_scaled(facts, hf, derived)
     if given is None or given == -1:
+        ropes = _rope_parameters(hf)
         if any(r.get("rope_type", r.get("type")) == "longrope" for r in ropes):
             return int(text.get("original_max_position_embeddings", derived))
         return int(derived)
-    if given > derived:
-        limit = text.get("model_max_length")
-        if limit is None or given > limit:
-            raise ConfigRefusedError(
-                "ValidationError",
-                f"User-specified max_model_len ({given}) is greater than the derived "
-                f"max_model_len ({key}={derived} or model_max_length={limit} in model's "
-                "config.json).",
-                "ModelConfig",
-            )
+    limit = text.get("model_max_length")
+    if given > derived and (limit is None or given > limit):
+        raise ConfigRefusedError(
+            "ValidationError",
+            f"User-specified max_model_len ({given}) is greater than the derived "
+            f"max_model_len ({key}={derived} or model_max_length={limit} in model's "
+            "config.json).",
+            "ModelConfig",
+        )
     return int(given)
 
 
@@ -274,46 +292,64 @@ class HfText:
 
 
 def _transformers() -> Any:
+    """transformers, when installed (``None`` otherwise)."""
     try:
-        import transformers  # noqa: PLC0415 (optional: only this path needs it)
+        import transformers
     except ImportError:
         return None
     return transformers
 
 
-def hf_text(hf: Mapping[str, Any], model_facts_: ModelFacts, *, trust_remote_code: bool) -> HfText:
+def hf_text(
+    hf: Mapping[str, Any],
+    facts: ModelFacts,
+    *,
+    trust_remote_code: bool,
+    vllm_classes: frozenset[str] = frozenset(),
+) -> HfText:
     """``to_json_string()`` of the config vLLM loads from ``hf``, with the changes vLLM
     makes to it before hashing (the checkpoint's quantisation dict as normalised, an
-    override's method, the attention-head counts compressed-tensors is given)."""
+    override's method, the attention-head counts compressed-tensors is given).
+    Unknown without transformers, for remote code, and for the model types vLLM loads
+    with its own config class (``vllm_classes``)."""
     tf = _transformers()
     if tf is None:
         return HfText(None, None, NO_TRANSFORMERS)
     if hf.get("auto_map") and trust_remote_code:
         return HfText(None, tf.__version__, "the model's remote configuration code")
-    quant = _hashed_quant(hf, model_facts_)
+    if hf.get("model_type") in vllm_classes or not hf.get("model_type"):
+        return HfText(None, tf.__version__, "vLLM's own config class for this model type")
+    quant = _hashed_quant(hf, facts)
+    key = json.dumps([hf, quant], sort_keys=True, default=str)
+    text, why = _loaded(tf, key)
+    return HfText(text, tf.__version__, why)
+
+
+@lru_cache(maxsize=64)
+def _loaded(tf: Any, key: str) -> tuple[str | None, str | None]:
+    """The config's ``to_json_string()`` (``key``: the config.json and the hashed
+    quantisation dict), made once per distinct config."""
+    hf, quant = json.loads(key)
     with tempfile.TemporaryDirectory(prefix="kernelcfg-hf-") as folder:
         path = os.path.join(folder, "config.json")
         with open(path, "w", encoding="utf-8") as fh:
-            json.dump(dict(hf), fh, indent=2)
+            json.dump(hf, fh, indent=2)
         try:
             config = tf.AutoConfig.from_pretrained(folder, trust_remote_code=False)
         except (ValueError, KeyError, OSError, TypeError) as exc:
-            return HfText(None, tf.__version__, f"transformers cannot load it ({exc})")
+            return None, f"transformers cannot load it ({exc})"
     if quant is not None:
         config.quantization_config = quant
-    return HfText(config.to_json_string(), tf.__version__)
+    return config.to_json_string(), None
 
 
 def _hashed_quant(hf: Mapping[str, Any], facts: ModelFacts) -> dict[str, Any] | None:
-    """The ``quantization_config`` dict as the loaded config holds it when hashed."""
-    raw = hf.get("quantization_config")
-    if not isinstance(raw, Mapping):
+    """The ``quantization_config`` dict as the loaded config holds it when hashed
+    (normalised in place by ``_normalize_quantization_config``)."""
+    if not isinstance(hf.get("quantization_config"), Mapping):
         return None
-    quant = copy.deepcopy(dict(raw))
-    method = str(quant.get("quant_method", "")).lower().replace(
-        "compressed_tensors", "compressed-tensors"
-    )
-    quant["quant_method"] = method
+    quant = copy.deepcopy(quantization_config_of(hf) or {})
+    method = quant["quant_method"]
     if facts.quantization == "gpt_oss_mxfp4" and method == "mxfp4":
         quant["quant_method"] = "gpt_oss_mxfp4"
     if method == "compressed-tensors" and "config_groups" in quant:

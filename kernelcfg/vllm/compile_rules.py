@@ -2,28 +2,27 @@
 ``EngineArgs.create_engine_config`` and ``VllmConfig.__post_init__`` that change a
 hashed field, written once, in vLLM's order.
 
-A :class:`Build` starts from every config class's defaults (release data,
-``compile-config-X.Y.Z.json``), applies the launch's options the way
-``create_engine_config`` passes them on, then the derivations. What a rule cannot know
-is recorded in :attr:`Build.unknown` (attribute name to the reason) instead of being
+:func:`run` takes a :class:`~kernelcfg.vllm.compile_state.Build` (every config class at
+its release defaults), applies the launch's options the way ``create_engine_config``
+passes them on, then the derivations: the model, cache, parallel and scheduler steps are
+here, the compilation config's in :mod:`kernelcfg.vllm.compile_graph`. What a rule cannot
+know is recorded in ``Build.unknown`` (attribute name to the reason) instead of being
 guessed; where vLLM refuses the launch, :class:`ConfigRefusedError` carries its reason.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
-from kernelcfg.targets.presets import Target
-from kernelcfg.vllm.compile_model import ConfigRefusedError, ModelFacts, model_facts
+from kernelcfg.vllm import compile_graph as graph
+from kernelcfg.vllm.compile_capture import gpt_oss_hook
+from kernelcfg.vllm.compile_model import ConfigRefusedError, model_facts
+from kernelcfg.vllm.compile_scope import unmodelled
+from kernelcfg.vllm.compile_state import Build, capability
 
-__all__ = ["UNSET", "Build", "ConfigRefusedError", "supported_dtypes"]
-
-UNSET = object()
-"""A field whose default is not a constant and that no rule has set."""
-
-GIB = 1 << 30
+__all__ = ["DEVICE_MEMORY_GIB", "ConfigRefusedError", "run"]
 
 DEVICE_MEMORY_GIB: dict[str, float] = {
     "Tesla V100-SXM2-32GB": 31.7,
@@ -59,458 +58,333 @@ DEVICE_MEMORY_GIB: dict[str, float] = {
 (``EngineArgs.get_batch_defaults``: at least 160 GiB; at least 70 GiB and not an A100
 nor a GB10; else the small tier)."""
 
-_CUDA_LIKE = ("cuda", "rocm")
+_MODEL_DEPENDENT = (
+    "model_config",
+    "cache_config",
+    "parallel_config",
+    "compilation_config",
+    "attention_config",
+)
+"""Parts that read the model's config.json (the scheduler's only while a bound is not
+given: :meth:`Build.scheduler_config` says so itself)."""
 
 
-def _capability(target: Target) -> tuple[int, int] | None:
-    if target.capability:
-        major, _, minor = target.capability.partition(".")
-        return int(major), int(minor or 0)
-    if target.kind == "rocm" and target.gfx_arch:
-        from kernelcfg.targets.presets import gfx_capability
-
-        return gfx_capability(target.gfx_arch)
-    return None
+def run(b: Build) -> None:
+    """Every step, in vLLM's order (raises :class:`ConfigRefusedError` where vLLM
+    refuses)."""
+    for step in steps(b):
+        step()
 
 
-def supported_dtypes(target: Target) -> list[str]:
-    """``current_platform.supported_dtypes``: no bfloat16 on CUDA before 8.0."""
-    cap = _capability(target)
-    if target.kind == "cuda" and cap is not None and cap[0] * 10 + cap[1] < 80:
-        return ["torch.float16", "torch.float32"]
-    return ["torch.bfloat16", "torch.float16", "torch.float32"]
+def steps(b: Build) -> list[Callable[[], None]]:
+    """``create_engine_config``, then ``VllmConfig.__post_init__``."""
+    return [
+        partial(validate_environ, b),
+        partial(model_config, b),
+        partial(cache_config, b),
+        partial(parallel_config, b),
+        partial(scheduler_config, b),
+        partial(offload_and_others, b),
+        partial(graph.construct, b),
+        partial(model_hooks, b),
+        partial(parallel_post_init, b),
+        partial(verify_with_parallel, b),
+        partial(quant_config, b),
+        partial(graph.post_init, b),
+        partial(attention_post_init, b),
+        partial(unmodelled, b),
+    ]
 
 
-class Build:
-    """One launch's config, as vLLM builds it: field values per config class."""
+def validate_environ(b: Build) -> None:
+    """``Platform.validate_environ``: removed or refused variables."""
+    from kernelcfg.vllm import releases, rules
 
-    def __init__(
-        self,
-        data: Mapping[str, Any],
-        target: Target,
-        options: Mapping[str, Any],
-        env: Mapping[str, str],
-        hf: Mapping[str, Any] | None,
-        *,
-        install: str = "pip",
-        kernel: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.data = data
-        self.target = target
-        self.options = dict(options)
-        self.env = env
-        self.hf = hf
-        self.install = install
-        self.kernel = kernel
-        self.unknown: dict[str, str] = {}
-        self.values: dict[str, dict[str, Any]] = {
-            name: self._defaults(name) for name in data["configs"]
-        }
-        self.model: ModelFacts | None = None
-        self.level = int(options.get("optimization_level", 2))
-        self.breakable = False
-        self.cpu_avx512_bf16 = True
-        """Whether an x86 CPU target has AVX512-BF16 (vLLM asks torch; kernelcfg
-        assumes a current server CPU, as the reference vectors' host had)."""
+    release = releases.load(b.data["vllm_version"])
+    for problem in rules.environment_problems(release, b.env):
+        if problem.severity == "error":
+            raise ConfigRefusedError("ValueError", problem.message, "")
 
-    # ------------------------------------------------------------------ data
 
-    def _defaults(self, name: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in self.data["configs"][name]["fields"]:
-            default = f.get("default")
-            if "nested" in f and f["nested"] in self.data["configs"]:
-                out[f["name"]] = self._defaults(f["nested"])
-            elif self._config_instance(default):
-                out[f["name"]] = self._defaults(default[0].rsplit(".", 1)[-1])
-            elif "default" in f:
-                out[f["name"]] = copy.deepcopy(f["default"])
-            else:
-                out[f["name"]] = UNSET
-        return out
+# ----------------------------------------------------------------- model
 
-    def _config_instance(self, default: Any) -> bool:
-        """Whether a normalised default is an instance of a config class the data
-        describes (``[fqn, items]``): it is then held as that class's values."""
-        return (
-            isinstance(default, list)
-            and len(default) == 2
-            and isinstance(default[0], str)
-            and default[0].rsplit(".", 1)[-1] in self.data["configs"]
+
+def model_config(b: Build) -> None:
+    """``create_model_config``: the model as written, the options passed as given,
+    and the facts read from config.json."""
+    pass_options(b, "ModelConfig")
+    model = b.options.get("model_tag") or b.options.get("model")
+    b.set("ModelConfig", "model", model)
+    if b.hf is None:
+        for part in _MODEL_DEPENDENT:
+            b.unknown[part] = "no config.json for the model"
+        return
+    b.model = model_facts(
+        b.data["model_facts"],
+        b.hf,
+        b.options,
+        (b.kind, b.supported_dtypes()),
+        mla_disabled=bool(b.envs("VLLM_MLA_DISABLE")),
+    )
+    m = b.values["ModelConfig"]
+    m["dtype"] = b.model.dtype
+    m["max_model_len"] = b.model.max_model_len
+    m["quantization"] = b.model.quantization
+
+
+def pass_options(b: Build, cls: str) -> None:
+    """Options ``create_engine_config`` hands to ``cls`` unchanged."""
+    for dest, value in b.options.items():
+        arg = b.data["engine_args"].get(dest)
+        if arg is None or arg["owner"][0] != cls or not arg["passed"]:
+            continue
+        b.set(cls, arg["owner"][1], value)
+
+
+# ----------------------------------------------------------------- cache
+
+
+def cache_config(b: Build) -> None:
+    """``CacheConfig``: the block size (the release's default unless given), the KV
+    cache dtype (``auto``: the checkpoint's KV-cache scheme), the sliding window."""
+    pass_options(b, "CacheConfig")
+    c = b.values["CacheConfig"]
+    given = b.options.get("block_size")
+    c["block_size"] = given if given is not None else b.const("CacheConfig", "DEFAULT_BLOCK_SIZE")
+    dtype = b.options.get("kv_cache_dtype") or "auto"
+    if dtype == "auto" and b.model is not None:
+        dtype = _kv_cache_algo(b.model.quant_config) or "auto"
+    c["cache_dtype"] = dtype
+    if b.model is not None:
+        c["sliding_window"] = b.model.sliding_window
+
+
+# -------------------------------------------------------------- parallel
+
+
+def parallel_config(b: Build) -> None:
+    """``ParallelConfig`` and its ``__post_init__``: the world size, the elastic-EP
+    bound, the data-parallel size, whether the model is a mixture of experts."""
+    pass_options(b, "ParallelConfig")
+    p = b.pc
+    for name in ("tensor_parallel_size", "data_parallel_size"):
+        if name in b.options:
+            p[name] = int(b.options[name])
+    if "enable_expert_parallel" in b.options:
+        p["enable_expert_parallel"] = bool(b.options["enable_expert_parallel"])
+    p["all2all_backend"] = b.options.get("all2all_backend_resolved", p["all2all_backend"])
+    p["is_moe_model"] = None if b.model is None else b.model.is_moe
+    pcp = p.get("prefill_context_parallel_size", 1)
+    p["world_size"] = p["pipeline_parallel_size"] * p["tensor_parallel_size"] * pcp
+    if p["data_parallel_size"] <= 1 and p.get("data_parallel_size_local", 1) != 0:
+        p["data_parallel_size"] = int(b.envs("VLLM_DP_SIZE"))
+    if "elastic_ep_max_dp_size" in p:
+        bound = p["elastic_ep_max_dp_size"]
+        p["elastic_ep_max_dp_size"] = (
+            bound if p.get("enable_elastic_ep") and bound is not None else p["data_parallel_size"]
+        )
+    _world_fits(b)
+
+
+def _world_fits(b: Build) -> None:
+    """``ParallelConfig.__post_init__``: a CUDA world larger than the node's GPUs."""
+    p = b.pc
+    across = p["world_size"] * p["data_parallel_size"]
+    count = 8
+    if b.kind == "cuda" and across > 1 and p["world_size"] > count:
+        raise ConfigRefusedError(
+            "ValidationError",
+            f"World size ({p['world_size']}) is larger than the number of available "
+            f"GPUs ({count}) in this node. If this is intentional and you are using:\n"
+            "- ray, set '--distributed-executor-backend ray'.\n"
+            "- multiprocessing, set '--nnodes' appropriately.",
+            "ParallelConfig",
         )
 
-    def const(self, cls: str, name: str) -> Any:
-        """A class constant of the release (``CacheConfig.DEFAULT_BLOCK_SIZE`` …)."""
-        return self.data["configs"][cls].get("constants", {})[name]
 
-    @property
-    def cc(self) -> dict[str, Any]:
-        """``CompilationConfig``'s values."""
-        return self.values["CompilationConfig"]
+def parallel_post_init(b: Build) -> None:
+    """``set_dcp_defaults``, the EPLB redundant experts, ``is_moe_model``, the DP
+    synchronisation switch and batch-sharded sampling (``VllmConfig.__post_init__``)."""
+    p = b.pc
+    if p.get("dcp_comm_backend", 0) is None:
+        p["dcp_comm_backend"] = "ag_rs"
+    if p.get("dcp_q_replicate", 0) is None:
+        p["dcp_q_replicate"] = False
+    if b.model is not None:
+        _eplb_redundant(b, b.model.num_experts)
+        p["is_moe_model"] = b.model.is_moe
+    if p.get("disable_nccl_for_dp_synchronization", 0) is None:
+        p["disable_nccl_for_dp_synchronization"] = async_scheduling(b)
+    if p.get("enable_batch_sharded_sampling", 0) is None:
+        p["enable_batch_sharded_sampling"] = False
 
-    @property
-    def pc(self) -> dict[str, Any]:
-        """``ParallelConfig``'s values."""
-        return self.values["ParallelConfig"]
 
-    def has(self, cls: str, name: str) -> bool:
-        """Whether the release's ``cls`` has the field ``name``."""
-        return name in self.values[cls]
+def async_scheduling(b: Build) -> bool:
+    """Whether async scheduling is on when the DP switch is decided: as given, else
+    on, except with pipeline parallelism on the V1 model runner."""
+    given = b.options.get("async_scheduling")
+    if given is not None:
+        return bool(given)
+    return not (b.pc["pipeline_parallel_size"] > 1 and v1_model_runner(b))
 
-    def set(self, cls: str, name: str, value: Any) -> None:
-        """Set a field the release has (fields it lacks are skipped)."""
-        if name in self.values[cls]:
-            self.values[cls][name] = value
 
-    # -------------------------------------------------------------- platform
+def v1_model_runner(b: Build) -> bool:
+    """Whether the release's V1 model runner runs the launch (0.33 and before):
+    ``VLLM_USE_V2_MODEL_RUNNER=0``, or unset without Triton (a CPU target: kernelcfg
+    takes the CPU install to have no triton-cpu, as the reference vectors' had)."""
+    from kernelcfg.vllm import releases
 
-    @property
-    def kind(self) -> str:
-        """vLLM's platform: ``cuda``, ``rocm``, ``cpu`` …"""
-        return self.target.kind
+    release = releases.load(b.data["vllm_version"])
+    if "VLLM_USE_V2_MODEL_RUNNER" in release.rules.get("env_validation", {}):
+        return False  # the release has no V1 runner
+    if "VLLM_USE_V2_MODEL_RUNNER" in b.env:
+        return not b.envs("VLLM_USE_V2_MODEL_RUNNER")
+    return b.kind == "cpu"
 
-    def capability_family(self, family: int) -> bool:
-        """``is_device_capability_family(100)``: the same major."""
-        cap = _capability(self.target)
-        return self.kind == "cuda" and cap is not None and cap[0] * 10 == family
 
-    def capability_is(self, value: int) -> bool:
-        """``is_device_capability(90)``."""
-        cap = _capability(self.target)
-        return self.kind == "cuda" and cap is not None and cap[0] * 10 + cap[1] == value
+def _eplb_redundant(b: Build, experts: int) -> None:
+    """``compute_eplb_num_redundant_experts``: 0 unless EPLB is on."""
+    eplb = b.pc.get("eplb_config")
+    if not isinstance(eplb, list):
+        return
+    items = dict(eplb[1])
+    if items.get("num_redundant_experts") is not None:
+        return
+    p = b.pc
+    if p.get("enable_eplb"):
+        ep = p["tensor_parallel_size"] * p.get("prefill_context_parallel_size", 1)
+        ep *= p["data_parallel_size"]
+        items["num_redundant_experts"] = (ep - experts % ep) % ep
+    else:
+        items["num_redundant_experts"] = 0
+    b.pc["eplb_config"] = [eplb[0], sorted([k, v] for k, v in items.items())]
 
-    def supported_dtypes(self) -> list[str]:
-        """``current_platform.supported_dtypes``."""
-        return supported_dtypes(self.target)
 
-    def aiter_found(self) -> bool:
-        """``is_aiter_found_and_supported``: ROCm, a CDNA3+ gfx9 device, and the aiter
-        library (the official ROCm image, or every optional library)."""
-        arch = self.target.gfx_arch or ""
-        return (
-            self.kind == "rocm"
-            and arch.startswith(("gfx94", "gfx95"))
-            and self.install in ("image", "all")
+def verify_with_parallel(b: Build) -> None:
+    """``ModelConfig.verify_with_parallel_config``: heads divisible by the tensor
+    parallel size; expert parallelism only for a mixture of experts."""
+    if b.model is None:
+        return
+    p = b.pc
+    heads = b.model.num_attention_heads
+    tp = p["tensor_parallel_size"]
+    if heads is not None and heads % tp != 0:
+        raise ConfigRefusedError(
+            "ValidationError",
+            f"Total number of attention heads ({heads}) must be divisible by tensor "
+            f"parallel size ({tp}).",
+        )
+    if p["enable_expert_parallel"] and not b.model.is_moe:
+        raise ConfigRefusedError(
+            "ValidationError",
+            "Number of experts in the model must be greater than 0 when expert "
+            "parallelism is enabled.",
         )
 
-    def aiter_enabled(self) -> bool | None:
-        """``rocm_aiter_ops.is_enabled()``: ``None`` where aiter is not supported (its
-        decorator returns ``None``)."""
-        if not self.aiter_found():
-            return None
-        return bool(self.envs("VLLM_ROCM_USE_AITER"))
 
-    def envs(self, name: str) -> Any:
-        """A variable as the release's ``envs`` reads it (its default when unset)."""
-        from kernelcfg.vllm.compile_env import env_value
-
-        return env_value(self.data["vllm_version"], self.env, name)
-
-    def has_flashinfer(self) -> bool:
-        """``has_flashinfer()``: the package with its kernels (the official image, or
-        every optional library); ``pip install vllm`` alone has no usable kernels."""
-        return self.kind == "cuda" and self.install in ("image", "all")
-
-    # ------------------------------------------------------------------ run
-
-    def run(self) -> None:
-        """Every step, in vLLM's order."""
-        for step in self.steps():
-            step()
-
-    def steps(self) -> list[Callable[[], None]]:
-        """``create_engine_config``, then ``VllmConfig.__post_init__``."""
-        from kernelcfg.vllm import compile_graph as graph
-
-        return [
-            self.validate_environ,
-            self.model_config,
-            self.cache_config,
-            self.parallel_config,
-            self.scheduler_config,
-            self.offload_and_others,
-            lambda: graph.construct(self),
-            self.model_hooks,
-            self.parallel_post_init,
-            self.verify_with_parallel,
-            self.quant_config,
-            lambda: graph.post_init(self),
-            self.attention_post_init,
-        ]
-
-    def validate_environ(self) -> None:
-        """``Platform.validate_environ``: removed or refused variables."""
-        from kernelcfg.vllm import releases, rules
-
-        release = releases.load(self.data["vllm_version"])
-        for problem in rules.environment_problems(release, self.env):
-            if problem.severity == "error":
-                raise ConfigRefusedError("ValueError", problem.message, "")
-
-    # ----------------------------------------------------------------- model
-
-    def model_config(self) -> None:
-        """``create_model_config``: the model as written, the options passed as given,
-        and the facts read from config.json."""
-        self.pass_options("ModelConfig")
-        model = self.options.get("model_tag") or self.options.get("model")
-        self.set("ModelConfig", "model", model)
-        if self.hf is None:
-            self.unknown["model_config"] = "no config.json for the model"
-            return
-        self.model = model_facts(
-            self.data["model_facts"],
-            self.hf,
-            self.options,
-            (self.kind, self.supported_dtypes()),
-            mla_disabled=bool(self.envs("VLLM_MLA_DISABLE")),
+def quant_config(b: Build) -> None:
+    """``VllmConfig._get_quantization_config``: the activation dtypes the method
+    takes."""
+    m = b.model
+    if m is None or m.quantization is None:
+        return
+    dtypes = b.data.get("quant_act_dtypes", {}).get(m.quantization)
+    if dtypes is not None and m.dtype not in dtypes:
+        raise ConfigRefusedError(
+            "ValidationError",
+            f"{m.dtype} is not supported for quantization method {m.quantization}. "
+            f"Supported dtypes: [{', '.join(dtypes)}]",
         )
-        m = self.values["ModelConfig"]
-        m["dtype"] = self.model.dtype
-        m["max_model_len"] = self.model.max_model_len
-        m["quantization"] = self.model.quantization
 
-    def pass_options(self, cls: str) -> None:
-        """Options ``create_engine_config`` hands to ``cls`` unchanged."""
-        for dest, value in self.options.items():
-            arg = self.data["engine_args"].get(dest)
-            if arg is None or arg["owner"][0] != cls or not arg["passed"]:
-                continue
-            self.set(cls, arg["owner"][1], value)
 
-    # ----------------------------------------------------------------- cache
+# ------------------------------------------------------------- scheduler
 
-    def cache_config(self) -> None:
-        """``CacheConfig``: the block size (the release's default unless given), the KV
-        cache dtype (``auto``: the checkpoint's KV-cache scheme), the sliding window."""
-        self.pass_options("CacheConfig")
-        c = self.values["CacheConfig"]
-        given = self.options.get("block_size")
-        c["block_size"] = given if given is not None else self.const(
-            "CacheConfig", "DEFAULT_BLOCK_SIZE"
+
+def scheduler_config(b: Build) -> None:
+    """``_set_default_max_num_seqs_and_batched_tokens_args``: the memory tier's
+    defaults, bounded by the model length."""
+    pass_options(b, "SchedulerConfig")
+    s = b.values["SchedulerConfig"]
+    tokens = b.options.get("max_num_batched_tokens")
+    seqs = b.options.get("max_num_seqs")
+    if tokens is not None and seqs is not None:
+        s["max_num_batched_tokens"], s["max_num_seqs"] = tokens, seqs
+        return
+    tier = _batch_defaults(b)
+    if tier is None or (tokens is None and b.model is None):
+        b.unknown["scheduler_config"] = (
+            "the device's memory" if tier is None else "the model's maximum length"
         )
-        dtype = self.options.get("kv_cache_dtype") or "auto"
-        if dtype == "auto" and self.model is not None:
-            dtype = _kv_cache_algo(self.model.quant_config) or "auto"
-        c["cache_dtype"] = dtype
-        if self.model is not None:
-            c["sliding_window"] = self.model.sliding_window
-        elif self.hf is None:
-            self.unknown.setdefault("cache_config", "the model's sliding window (no config.json)")
+        tier = tier or (0, 0)
+    default_tokens, default_seqs = tier
+    s["max_num_batched_tokens"] = default_tokens if tokens is None else tokens
+    s["max_num_seqs"] = default_seqs if seqs is None else seqs
+    if tokens is None and b.model is not None:
+        if b.options.get("enable_chunked_prefill") is False:
+            s["max_num_batched_tokens"] = max(b.model.max_model_len, s["max_num_batched_tokens"])
+        s["max_num_batched_tokens"] = min(
+            s["max_num_seqs"] * b.model.max_model_len, s["max_num_batched_tokens"]
+        )
+    if seqs is None:
+        s["max_num_seqs"] = min(s["max_num_seqs"], s["max_num_batched_tokens"])
 
-    # -------------------------------------------------------------- parallel
 
-    def parallel_config(self) -> None:
-        """``ParallelConfig`` and its ``__post_init__``: the world size, the elastic-EP
-        bound, the data-parallel size, whether the model is a mixture of experts."""
-        self.pass_options("ParallelConfig")
-        p = self.pc
-        for name in ("tensor_parallel_size", "data_parallel_size"):
-            if name in self.options:
-                p[name] = int(self.options[name])
-        if "enable_expert_parallel" in self.options:
-            p["enable_expert_parallel"] = bool(self.options["enable_expert_parallel"])
-        p["all2all_backend"] = self.options.get("all2all_backend_resolved", p["all2all_backend"])
-        p["is_moe_model"] = None if self.model is None else self.model.is_moe
-        pcp = p.get("prefill_context_parallel_size", 1)
-        p["world_size"] = p["pipeline_parallel_size"] * p["tensor_parallel_size"] * pcp
-        if p["data_parallel_size"] <= 1 and p.get("data_parallel_size_local", 1) != 0:
-            p["data_parallel_size"] = int(self.envs("VLLM_DP_SIZE"))
-        if "elastic_ep_max_dp_size" in p:
-            bound = p["elastic_ep_max_dp_size"]
-            p["elastic_ep_max_dp_size"] = (
-                bound if p.get("enable_elastic_ep") and bound is not None else p["data_parallel_size"]
+def _batch_defaults(b: Build) -> tuple[int, int] | None:
+    """``get_batch_defaults`` for ``vllm serve`` (OPENAI_API_SERVER)."""
+    p = b.pc
+    if b.kind == "cpu":
+        world = p["pipeline_parallel_size"] * p["tensor_parallel_size"]
+        return 2048 * world, 128 * world
+    if (
+        p["enable_expert_parallel"]
+        and p["data_parallel_size"] > 1
+        and p["all2all_backend"] in ("deepep_low_latency", "nixl_ep")
+    ):
+        return b.const("SchedulerConfig", "DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP"), 1024
+    memory = DEVICE_MEMORY_GIB.get(b.target.device)
+    if memory is None:
+        return None
+    name = b.target.device.lower()
+    small = capability(b.target) == (12, 1)
+    if memory >= 160:
+        return 16384, 1024
+    if memory >= 70 and "a100" not in name and not small:
+        return 8192, 1024
+    return 2048, 256
+
+
+# ------------------------------------------------------------------ rest
+
+
+def offload_and_others(b: Build) -> None:
+    """Options passed as given to the configs no rule derives."""
+    for cls in ("LoadConfig", "OffloadConfig", "AuxOutputConfig", "StructuredOutputsConfig"):
+        if cls in b.values:
+            pass_options(b, cls)
+
+
+def model_hooks(b: Build) -> None:
+    """``try_verify_and_update_config``: the model's own hook (GPT-OSS widens the
+    capture sizes); a hook kernelcfg does not model makes the parts it may change
+    unknown."""
+    if b.model is None:
+        return
+    arch = b.model.architecture
+    if arch == "GptOssForCausalLM":
+        gpt_oss_hook(b)
+    elif arch in b.data.get("model_hooks", ()):
+        for part in ("compilation_config", "cache_config", "scheduler_config"):
+            b.unknown.setdefault(part, f"{arch}'s config hook")
+
+
+def attention_post_init(b: Build) -> None:
+    """``sparse_mla_prefill_workspace_factor``: 5 up to 256K tokens, else 2."""
+    if b.model is not None and "AttentionConfig" in b.values:
+        a = b.values["AttentionConfig"]
+        if a.get("sparse_mla_prefill_workspace_factor", 0) is None:
+            a["sparse_mla_prefill_workspace_factor"] = (
+                5 if b.model.max_model_len <= 256 * 1024 else 2
             )
-        self._world_fits()
-
-    def _world_fits(self) -> None:
-        """``ParallelConfig.__post_init__``: a CUDA world larger than the node's GPUs."""
-        p = self.pc
-        across = p["world_size"] * p["data_parallel_size"]
-        count = 8
-        if self.kind == "cuda" and across > 1 and p["world_size"] > count:
-            raise ConfigRefusedError(
-                "ValidationError",
-                f"World size ({p['world_size']}) is larger than the number of available "
-                f"GPUs ({count}) in this node. If this is intentional and you are using:\n"
-                "- ray, set '--distributed-executor-backend ray'.\n"
-                "- multiprocessing, set '--nnodes' appropriately.",
-                "ParallelConfig",
-            )
-
-    def parallel_post_init(self) -> None:
-        """``set_dcp_defaults``, the EPLB redundant experts, ``is_moe_model``, the DP
-        synchronisation switch and batch-sharded sampling (``VllmConfig.__post_init__``)."""
-        p = self.pc
-        if p.get("dcp_comm_backend", 0) is None:
-            p["dcp_comm_backend"] = "ag_rs"
-        if p.get("dcp_q_replicate", 0) is None:
-            p["dcp_q_replicate"] = False
-        if self.model is not None:
-            self._eplb_redundant(self.model.num_experts)
-            p["is_moe_model"] = self.model.is_moe
-        if p.get("disable_nccl_for_dp_synchronization", 0) is None:
-            p["disable_nccl_for_dp_synchronization"] = self.async_scheduling()
-        if p.get("enable_batch_sharded_sampling", 0) is None:
-            p["enable_batch_sharded_sampling"] = False
-
-    def async_scheduling(self) -> bool:
-        """Whether async scheduling is on when the DP switch is decided: as given, else
-        on, except with pipeline parallelism on the V1 model runner."""
-        given = self.options.get("async_scheduling")
-        if given is not None:
-            return bool(given)
-        return not (self.pc["pipeline_parallel_size"] > 1 and self.v1_model_runner())
-
-    def v1_model_runner(self) -> bool:
-        """Whether the release's V1 model runner runs the launch (0.33 and before):
-        ``VLLM_USE_V2_MODEL_RUNNER=0``, or unset without Triton (a CPU target: kernelcfg
-        takes the CPU install to have no triton-cpu, as the reference vectors' had)."""
-        from kernelcfg.vllm import releases
-
-        release = releases.load(self.data["vllm_version"])
-        if "VLLM_USE_V2_MODEL_RUNNER" in release.rules.get("env_validation", {}):
-            return False  # the release has no V1 runner
-        if "VLLM_USE_V2_MODEL_RUNNER" in self.env:
-            return not self.envs("VLLM_USE_V2_MODEL_RUNNER")
-        return self.kind == "cpu"
-
-    def _eplb_redundant(self, experts: int) -> None:
-        """``compute_eplb_num_redundant_experts``: 0 unless EPLB is on."""
-        eplb = self.pc.get("eplb_config")
-        if not isinstance(eplb, list):
-            return
-        items = dict(eplb[1])
-        if items.get("num_redundant_experts") is not None:
-            return
-        p = self.pc
-        if p.get("enable_eplb"):
-            ep = p["tensor_parallel_size"] * p.get("prefill_context_parallel_size", 1)
-            ep *= p["data_parallel_size"]
-            items["num_redundant_experts"] = (ep - experts % ep) % ep
-        else:
-            items["num_redundant_experts"] = 0
-        self.pc["eplb_config"] = [eplb[0], sorted([k, v] for k, v in items.items())]
-
-    def verify_with_parallel(self) -> None:
-        """``ModelConfig.verify_with_parallel_config``: heads divisible by the tensor
-        parallel size; expert parallelism only for a mixture of experts."""
-        if self.model is None:
-            return
-        p = self.pc
-        heads = self.model.num_attention_heads
-        tp = p["tensor_parallel_size"]
-        if heads is not None and heads % tp != 0:
-            raise ConfigRefusedError(
-                "ValidationError",
-                f"Total number of attention heads ({heads}) must be divisible by tensor "
-                f"parallel size ({tp}).",
-            )
-        if p["enable_expert_parallel"] and not self.model.is_moe:
-            raise ConfigRefusedError(
-                "ValidationError",
-                "Number of experts in the model must be greater than 0 when expert "
-                "parallelism is enabled.",
-            )
-
-    def quant_config(self) -> None:
-        """``VllmConfig._get_quantization_config``: the activation dtypes the method
-        takes."""
-        m = self.model
-        if m is None or m.quantization is None:
-            return
-        dtypes = self.data.get("quant_act_dtypes", {}).get(m.quantization)
-        if dtypes is not None and m.dtype not in dtypes:
-            raise ConfigRefusedError(
-                "ValidationError",
-                f"{m.dtype} is not supported for quantization method {m.quantization}. "
-                f"Supported dtypes: [{', '.join(dtypes)}]",
-            )
-
-    # ------------------------------------------------------------- scheduler
-
-    def scheduler_config(self) -> None:
-        """``_set_default_max_num_seqs_and_batched_tokens_args``: the memory tier's
-        defaults, bounded by the model length."""
-        self.pass_options("SchedulerConfig")
-        s = self.values["SchedulerConfig"]
-        tokens = self.options.get("max_num_batched_tokens")
-        seqs = self.options.get("max_num_seqs")
-        if tokens is not None and seqs is not None:
-            s["max_num_batched_tokens"], s["max_num_seqs"] = tokens, seqs
-            return
-        tier = self._batch_defaults()
-        if tier is None or (tokens is None and self.model is None):
-            self.unknown["scheduler_config"] = (
-                "the device's memory" if tier is None else "the model's maximum length"
-            )
-            tier = tier or (0, 0)
-        default_tokens, default_seqs = tier
-        s["max_num_batched_tokens"] = default_tokens if tokens is None else tokens
-        s["max_num_seqs"] = default_seqs if seqs is None else seqs
-        if tokens is None and self.model is not None:
-            if self.options.get("enable_chunked_prefill") is False:
-                s["max_num_batched_tokens"] = max(
-                    self.model.max_model_len, s["max_num_batched_tokens"]
-                )
-            s["max_num_batched_tokens"] = min(
-                s["max_num_seqs"] * self.model.max_model_len, s["max_num_batched_tokens"]
-            )
-        if seqs is None:
-            s["max_num_seqs"] = min(s["max_num_seqs"], s["max_num_batched_tokens"])
-
-    def _batch_defaults(self) -> tuple[int, int] | None:
-        """``get_batch_defaults`` for ``vllm serve`` (OPENAI_API_SERVER)."""
-        p = self.pc
-        if self.kind == "cpu":
-            world = p["pipeline_parallel_size"] * p["tensor_parallel_size"]
-            return 2048 * world, 128 * world
-        if p["enable_expert_parallel"] and p["data_parallel_size"] > 1 and p[
-            "all2all_backend"
-        ] in ("deepep_low_latency", "nixl_ep"):
-            return self.const("SchedulerConfig", "DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP"), 1024
-        memory = DEVICE_MEMORY_GIB.get(self.target.device)
-        if memory is None:
-            return None
-        name = self.target.device.lower()
-        small = (12, 1) == _capability(self.target)
-        if memory >= 160:
-            return 16384, 1024
-        if memory >= 70 and "a100" not in name and not small:
-            return 8192, 1024
-        return 2048, 256
-
-    # ------------------------------------------------------------------ rest
-
-    def offload_and_others(self) -> None:
-        """Options passed as given to the configs no rule derives."""
-        for cls in ("LoadConfig", "OffloadConfig", "AuxOutputConfig", "StructuredOutputsConfig"):
-            if cls in self.values:
-                self.pass_options(cls)
-
-    def model_hooks(self) -> None:
-        """``try_verify_and_update_config``: the model's own hook (GPT-OSS widens the
-        capture sizes); a hook kernelcfg does not model makes the parts it may change
-        unknown."""
-        if self.model is None:
-            return
-        arch = self.model.architecture
-        from kernelcfg.vllm import compile_graph as graph
-
-        if arch == "GptOssForCausalLM":
-            graph.gpt_oss_hook(self)
-        elif arch in self.data.get("model_hooks", ()):
-            for part in ("compilation_config", "cache_config", "scheduler_config"):
-                self.unknown.setdefault(part, f"{arch}'s config hook")
-
-    def attention_post_init(self) -> None:
-        """``sparse_mla_prefill_workspace_factor``: 5 up to 256K tokens, else 2."""
-        if self.model is not None and "AttentionConfig" in self.values:
-            a = self.values["AttentionConfig"]
-            if a.get("sparse_mla_prefill_workspace_factor", 0) is None:
-                a["sparse_mla_prefill_workspace_factor"] = (
-                    5 if self.model.max_model_len <= 256 * 1024 else 2
-                )
 
 
 def _kv_cache_algo(quant: Mapping[str, Any] | None) -> str | None:
@@ -526,7 +400,11 @@ def _kv_cache_algo(quant: Mapping[str, Any] | None) -> str | None:
         or quant.get("kv_cache_quant_algo")
     )
     if isinstance(algo, Mapping):
-        if algo.get("dynamic") is False and algo.get("num_bits") == 8 and algo.get("type") == "float":
+        if (
+            algo.get("dynamic") is False
+            and algo.get("num_bits") == 8
+            and algo.get("type") == "float"
+        ):
             algo = "fp8"
         elif algo.get("num_bits") == 4 and algo.get("type") == "float":
             algo = "nvfp4"
