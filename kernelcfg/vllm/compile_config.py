@@ -175,7 +175,8 @@ def _parts(
     attention: Mapping[str, Any] | None,
     text: Any,
 ) -> dict[str, ConfigPart]:
-    """Every part ``VllmConfig`` hashes, by attribute (optional parts only when the launch adds them: then unknown)."""
+    """Every part ``VllmConfig`` hashes, by attribute (optional parts only when the launch adds
+    them: then unknown)."""
     data = build.data
     out: dict[str, ConfigPart] = {}
     for part in data["parts"]:
@@ -311,7 +312,8 @@ def _py_str(value: Any) -> str:
 def _whole(
     data: Mapping[str, Any], build: Build, parts: dict[str, ConfigPart], text: Any
 ) -> CompileConfig:
-    """The whole hash: 0.34.0 the digest of the factor tree, before the MD5 of the list of part hashes."""
+    """The whole hash: 0.34.0 the digest of the factor tree, before the MD5 of the list of part
+    hashes."""
     version = data["vllm_version"]
     version_of = getattr(text, "transformers", None)
     resolved = _resolved(build)

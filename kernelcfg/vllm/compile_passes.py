@@ -29,7 +29,8 @@ def _ir_first(b: Build, op: str) -> str | None:
 
 
 def _splitting_ops_contain_kv_cache_update(b: Build) -> bool:
-    """``splitting_ops_contain_kv_cache_update``: true while the KV-cache update ops will be split out."""
+    """``splitting_ops_contain_kv_cache_update``: true while the KV-cache update ops will be split
+    out."""
     cc = b.cc
     if (
         not cc["use_inductor_graph_partition"]
@@ -44,7 +45,8 @@ def _splitting_ops_contain_kv_cache_update(b: Build) -> bool:
 
 
 def _norm_fusion(b: Build) -> bool:
-    """``enable_norm_fusion``: the RMS norm or FP8 quant custom op, or a non-native RMS norm provider."""
+    """``enable_norm_fusion``: the RMS norm or FP8 quant custom op, or a non-native RMS norm
+    provider."""
     ops = b.cc["custom_ops"]
     first = _ir_first(b, "rms_norm")
     if b.kernel is None:
@@ -76,7 +78,8 @@ def _is_nvfp4(b: Build) -> bool:
 
 
 def _allreduce_fusion(b: Build) -> bool | None:
-    """``enable_allreduce_rms_fusion``: tensor parallel on Hopper or Blackwell with FlashInfer (ROCm: AITER)."""
+    """``enable_allreduce_rms_fusion``: tensor parallel on Hopper or Blackwell with FlashInfer
+    (ROCm: AITER)."""
     if b.envs("VLLM_BATCH_INVARIANT"):
         return False
     tp = b.pc["tensor_parallel_size"]
@@ -101,7 +104,8 @@ def _norm_pad_fusion(b: Build) -> bool:
 
 
 def _rope_kvcache_fusion(b: Build) -> bool | None:
-    """``enable_rope_kvcache_fusion``: AITER with the RoPE custom op, the KV-cache update not split out."""
+    """``enable_rope_kvcache_fusion``: AITER with the RoPE custom op, the KV-cache update not split
+    out."""
     enabled = b.aiter_enabled()
     return enabled and (
         custom_op_enabled(b.cc["custom_ops"], "rotary_embedding")

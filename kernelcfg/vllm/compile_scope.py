@@ -104,7 +104,8 @@ def unmodelled(b: Build) -> None:
 
 
 def _unmodelled_option(b: Build, dest: str) -> None:
-    """An option outside :data:`RULED`: its part is unknown when it reaches a hashed field that is not passed on as given."""
+    """An option outside :data:`RULED`: its part is unknown when it reaches a hashed field that is
+    not passed on as given."""
     arg = b.data["engine_args"].get(dest)
     if arg is None:
         return  # not a config field (the server's own options)
