@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from kernelcfg.vllm.moe_checkpoint import quantization_config_of, resolve_quant_method
+from kernelcfg.vllm.checkpoint import quantization_config_of, resolve_quant_method
 
 __all__ = [
     "NO_TRANSFORMERS",
