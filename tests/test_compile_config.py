@@ -233,6 +233,37 @@ def test_an_option_no_rule_reads_makes_its_part_unknown() -> None:
     assert found.config_hash is None
 
 
+@pytest.mark.parametrize(
+    ("words", "part"),
+    [
+        (["--performance-mode", "throughput"], "scheduler_config"),
+        (["--hf-overrides", '{"max_position_embeddings": 4096}'], "model_config"),
+        (["--aux-output-config", '{"enable_return_routed_experts": true}'], "aux_output_config"),
+        (["--distributed-executor-backend", "external_launcher"], "parallel_config"),
+    ],
+)
+def test_options_beyond_their_field_make_their_parts_unknown(words: list[str], part: str) -> None:
+    found = _one("0.34.0", "qwen3-30b-a3b", words)
+    assert isinstance(found, CompileConfig)
+    assert found.parts[part].hash is None
+    assert found.parts["device_config"].hash is not None
+
+
+def test_ray_takes_async_scheduling_off_and_refuses_it_when_asked() -> None:
+    """The Ray executor has no async scheduling: the DP synchronisation switch (hashed)
+    stays off, and asking for both is vLLM's refusal."""
+    plain = _one("0.34.0", "qwen3-30b-a3b", ["-tp", "2"])
+    ray = _one("0.34.0", "qwen3-30b-a3b", ["-tp", "2", "--distributed-executor-backend", "ray"])
+    assert isinstance(plain, CompileConfig)
+    assert isinstance(ray, CompileConfig)
+    assert plain.parts["parallel_config"].factors["disable_nccl_for_dp_synchronization"] is True
+    assert ray.parts["parallel_config"].factors["disable_nccl_for_dp_synchronization"] is False
+    words = ["--distributed-executor-backend", "ray", "--async-scheduling"]
+    refused = _one("0.34.0", "qwen3-30b-a3b", words)
+    assert isinstance(refused, ConfigRefusal)
+    assert refused.text == "`ray` does not support async scheduling yet."
+
+
 def test_tensor_parallel_and_optimisation_level_change_the_key() -> None:
     """The issue's two examples: ``-tp 4``/``-tp 8`` and ``-O1``/``-O3`` compile into
     different cache directories."""

@@ -220,12 +220,16 @@ def parallel_post_init(b: Build) -> None:
 
 
 def async_scheduling(b: Build) -> bool:
-    """Whether async scheduling is on when the DP switch is decided: as given, else
-    on, except with pipeline parallelism on the V1 model runner."""
+    """Whether async scheduling is on when the DP switch is decided: as given (the Ray
+    executor refuses it), else on, except with the Ray executor or with pipeline
+    parallelism on the V1 model runner."""
     given = b.options.get("async_scheduling")
+    ray = b.options.get("distributed_executor_backend") == "ray"
+    if given and ray:
+        raise ConfigRefusedError("ValueError", "`ray` does not support async scheduling yet.", "")
     if given is not None:
         return bool(given)
-    return not (b.pc["pipeline_parallel_size"] > 1 and v1_model_runner(b))
+    return not (ray or (b.pc["pipeline_parallel_size"] > 1 and v1_model_runner(b)))
 
 
 def v1_model_runner(b: Build) -> bool:

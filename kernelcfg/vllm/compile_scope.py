@@ -47,6 +47,7 @@ RULED = frozenset(
         "monokernel",
         "attention_backend",
         "attention_config",
+        "distributed_executor_backend",
     }
 )
 """Options a rule (or kernelcfg's kernel and attention configs) reads itself."""
@@ -61,17 +62,21 @@ OPTIONAL_PARTS = {
 }
 """Options that make ``create_engine_config`` build a part that is otherwise absent."""
 
-BEYOND_THE_FIELD = {
-    "disable_sliding_window": "model_config",
-    "hf_overrides": "model_config",
-    "hf_config_path": "model_config",
-    "config_format": "model_config",
-    "runner": "model_config",
-    "convert": "model_config",
-    "tokens_only": "model_config",
+BEYOND_THE_FIELD: dict[str, tuple[str, ...]] = {
+    "disable_sliding_window": ("model_config",),
+    "hf_overrides": ("model_config",),
+    "hf_config_path": ("model_config",),
+    "config_format": ("model_config",),
+    "runner": ("model_config",),
+    "convert": ("model_config",),
+    "tokens_only": ("model_config",),
+    "enable_eplb": ("parallel_config",),
+    "performance_mode": ("scheduler_config", "compilation_config"),
 }
 """Options that change more than the field they are passed to (the loaded ``hf_config``,
-the length, the runner): their part is unknown when given."""
+the length, the runner, the EPLB communicator NIXL decides, the batch and capture sizes
+of a performance mode): their parts are unknown when given (a performance mode other
+than ``balanced``)."""
 
 _HYBRID_KEYS = (
     "mamba_d_state",
@@ -86,13 +91,19 @@ model."""
 
 def unmodelled(b: Build) -> None:
     """Parts kernelcfg cannot derive for this launch: an option no rule reads that
-    reaches a hashed field, a part the launch adds, a hybrid or multimodal model."""
+    reaches a hashed field, a part the launch adds, a hybrid or multimodal model, the
+    external launcher's world."""
+    if b.options.get("distributed_executor_backend") == "external_launcher":
+        b.unknown.setdefault("parallel_config", "the external launcher's world size")
     for dest, value in b.options.items():
         if dest in RULED or value is None or value is False:
             continue
+        if dest == "performance_mode" and value == "balanced":
+            continue
+        flag = f"--{dest.replace('_', '-')}"
         if dest in OPTIONAL_PARTS or dest in BEYOND_THE_FIELD:
-            part = OPTIONAL_PARTS.get(dest) or BEYOND_THE_FIELD[dest]
-            b.unknown.setdefault(part, f"--{dest.replace('_', '-')}")
+            for part in BEYOND_THE_FIELD.get(dest, (OPTIONAL_PARTS.get(dest, ""),)):
+                b.unknown.setdefault(part, flag)
             continue
         _unmodelled_option(b, dest)
     text = (b.hf or {}).get("text_config") or b.hf or {}
@@ -110,6 +121,9 @@ def _unmodelled_option(b: Build, dest: str) -> None:
     if arg is None:
         return  # not a config field (the server's own options)
     cls, name = arg["owner"]
+    if cls == "VllmConfig":
+        _whole_sub_config(b, dest, name)
+        return
     part = _part_of(b.data, cls)
     if part is None:
         return
@@ -124,6 +138,17 @@ def _unmodelled_option(b: Build, dest: str) -> None:
         )
     if hashed and not (arg["passed"] and owner == cls):
         b.unknown.setdefault(attr, f"--{dest.replace('_', '-')} (no rule reads it)")
+
+
+def _whole_sub_config(b: Build, dest: str, name: str) -> None:
+    """A sub-config given whole (``--aux-output-config '{…}'``): its part is unknown
+    unless the release hashes that class as nothing."""
+    for part in b.data["parts"]:
+        if part["attribute"] != name or "class" not in part:
+            continue
+        how = b.data["configs"][part["class"]]["hash"]
+        if how["kind"] != "empty" and not (how["kind"] == "str_list" and not how["items"]):
+            b.unknown.setdefault(name, f"--{dest.replace('_', '-')} (no rule reads it)")
 
 
 def _part_of(data: Mapping[str, Any], cls: str) -> tuple[str, str] | None:
