@@ -12,6 +12,7 @@ guessed; where vLLM refuses the launch, :class:`ConfigRefusedError` carries its 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -115,6 +116,10 @@ def model_config(b: Build) -> None:
     pass_options(b, "ModelConfig")
     model = b.options.get("model_tag") or b.options.get("model")
     b.set("ModelConfig", "model", model)
+    if isinstance(model, str) and _hub_id(model):
+        # resolve_revision: the Hub's answer is a str equal to the revision asked for
+        # ("main" when none was); a local folder keeps the revision as given.
+        b.set("ModelConfig", "revision", b.options.get("revision") or "main")
     if b.hf is None:
         for part in _MODEL_DEPENDENT:
             b.unknown[part] = "no config.json for the model"
@@ -130,6 +135,15 @@ def model_config(b: Build) -> None:
     m["dtype"] = b.model.dtype
     m["max_model_len"] = b.model.max_model_len
     m["quantization"] = b.model.quantization
+
+
+def _hub_id(model: str) -> bool:
+    """Whether vLLM takes ``model`` for a Hugging Face Hub id: no folder of that name
+    here, and not written as a path (an absolute path names a folder on the machine the
+    launch is for)."""
+    if model.startswith(("/", ".", "~")) or os.path.exists(model):
+        return False
+    return model.count("/") <= 1
 
 
 def pass_options(b: Build, cls: str) -> None:
