@@ -183,7 +183,7 @@ def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:
         return False
     hit = sorted(set(inputs.architectures) & release.breakable_architectures(result.target.kind))
     if not hit:
-        return False
+        return _batch_invariant(release, inputs, result)
     result.sources["compilation.mode"] = "breakable CUDA graphs (model default)"
     result.problems.append(
         Problem(
@@ -192,6 +192,36 @@ def _breakable(release: Release, inputs: Inputs, result: Resolution) -> bool:
             "compilation.mode",
             f"{hit[0]} turns on breakable CUDA graphs by default, so vLLM compiles "
             "nothing (mode NONE); set VLLM_USE_BREAKABLE_CUDAGRAPH=0 to opt out",
+        )
+    )
+    return True
+
+
+def _batch_invariant(release: Release, inputs: Inputs, result: Resolution) -> bool:
+    """``VLLM_BATCH_INVARIANT=1`` on a model with a tuned batch-invariant matmul shape:
+    breakable CUDA graphs, so vLLM compiles nothing (mode NONE)."""
+    if "VLLM_BATCH_INVARIANT" not in inputs.env or inputs.hf_config is None:
+        return False
+    from kernelcfg.vllm import releases
+    from kernelcfg.vllm.compile_env import env_value
+
+    if releases.release_data("compile-config", release.version) is None:
+        return False
+    if not env_value(release.version, inputs.env, "VLLM_BATCH_INVARIANT"):
+        return False
+    from kernelcfg.vllm.compile_graph import batch_invariant_breakable  # only then
+
+    if not batch_invariant_breakable(release.version, result.target, inputs):
+        return False
+    result.sources["compilation.mode"] = "breakable CUDA graphs (VLLM_BATCH_INVARIANT=1)"
+    result.problems.append(
+        Problem(
+            "info",
+            "breakable-cudagraph-auto",
+            "compilation.mode",
+            "VLLM_BATCH_INVARIANT=1 on a model with tuned batch-invariant matmul shapes "
+            "turns on breakable CUDA graphs, so vLLM compiles nothing (mode NONE); set "
+            "VLLM_USE_BREAKABLE_CUDAGRAPH=0 to opt out",
         )
     )
     return True

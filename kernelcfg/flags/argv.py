@@ -555,6 +555,7 @@ def _compilation(release: Release, value: dict[str, Any], flag: str, inputs: Inp
     inputs.compilation_mode = mode
     inputs.cudagraph_mode = cudagraph
     inputs.compile_backend = backend
+    inputs.options["compilation_config"] = value
 
 
 def _compilation_mode(mode: Any, flag: str) -> str | None:
@@ -892,15 +893,28 @@ def _apply_all(release: Release, inputs: Inputs, given: dict[str, Any]) -> None:
         elif dest in _KERNEL_BOOLEANS:
             setattr(inputs, dest, value)
             inputs.sources[dest] = origin
+            inputs.options[dest] = value
         elif dest in _MODEL_OPTIONS:
             if dest == "attention_config" and value:
                 _check_attention_config(release, value)
             setattr(inputs, dest, value)
             inputs.sources[dest] = origin
+            inputs.options[dest] = value
         elif dest == "model_tag" or (dest == "model" and "model_tag" not in given):
             inputs.model = value
+            inputs.options["model"] = str(value)
         else:
             inputs.other_options[dest] = origin
+            inputs.options[dest] = _option_value(value)
+
+
+def _option_value(value: Any) -> Any:
+    """An option's value as vLLM holds it: a gathered dotted value as its mapping, a
+    word from a config file as plain text."""
+    if type(value) is not _Token:
+        return value
+    parsed = _parsed(value)
+    return str(value) if parsed is None else parsed
 
 
 def _check_attention_config(release: Release, value: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "env_data",
     "env_factors",
     "env_hash",
+    "env_value",
     "parse_raw",
 ]
 
@@ -325,6 +326,19 @@ def compute(
     for name in data["hashed_as_read"]:
         factors[name] = environ.get(name)
     return EnvFactors(factors, skipped, tuple(unknown))
+
+
+def env_value(
+    version: str, environ: Mapping[str, str], name: str, inputs: EnvInputs | None = None
+) -> Any:
+    """One variable as release ``version``'s ``envs`` reads it (its default when unset;
+    also when its parser raises, where vLLM would stop on the first read)."""
+    data = env_data(version)
+    reader = _Reader(data, environ, inputs or EnvInputs())
+    try:
+        return reader.value(name)
+    except (ValueError, TypeError, OSError, UnknownEnvFactorError):
+        return reader.default(data["variables"][name])
 
 
 def env_factors(

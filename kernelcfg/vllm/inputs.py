@@ -111,6 +111,10 @@ class Inputs:
     ``hf_config`` (a batch's caches use it instead of the whole mapping)."""
     other_options: dict[str, str] = field(default_factory=dict)
     """The ``vllm serve`` options given that do not bear on kernels, with their source."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Every ``vllm serve`` option given, by destination, as the release's parser typed
+    it (JSON options as their mapping), except those kernelcfg reads into the fields
+    above (the backends, ``-tp``, ``-dp``, ``-O``, the kernel config)."""
     notes: list[Problem] = field(default_factory=list)
     """Warnings and notes from reading the flags (lost YAML ``false``, ignored flags)."""
 
