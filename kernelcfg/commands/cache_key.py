@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from kernelcfg.engine.resolution import Resolution
@@ -23,6 +23,25 @@ from kernelcfg.vllm.compile_cache import (
 )
 
 __all__ = ["compile_cache_of", "finding_data", "key_scheme", "launch_key"]
+
+STAND_IN: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "max_position_embeddings": 131072,
+    "vocab_size": 128256,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+"""A dense model's config.json (Llama 3.1 8B's shape) that stands in for a launch's
+model when none is known: two launches of the same unknown model are compared field by
+field through it; no hash is given for it."""
 
 SCHEME_SINCE_FACTORS = "0.34.0"
 """The first release whose key is built from the factor dicts (``hash_factors`` of the
@@ -59,27 +78,42 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     )
     if result.inputs is None:
         return key, notes
+    inputs = result.inputs
+    stand_in = inputs.hf_config is None
+    if stand_in:
+        inputs = replace(inputs, hf_config=STAND_IN, model=inputs.model or "stand-in")
     attention = result.attention.config if result.attention is not None else None
     found = compile_config(
         result.release,
         result.target,
-        result.inputs,
+        inputs,
         kernel_config=result.kernel_config,
         attention_config=attention,
+        use_transformers=not stand_in,
     )
     if isinstance(found, ConfigRefusal):
-        notes["refused"] = {"kind": found.kind, "message": found.text}
+        if not stand_in:
+            notes["refused"] = {"kind": found.kind, "message": found.text}
+        else:
+            notes["unknown"].append("config: no config.json for the model")
         return key, notes
+    known = {name: part.factors for name, part in found.parts.items() if part.hash is not None}
+    if stand_in:
+        known.pop("model_config", None)
+        notes["unknown"].append(
+            "config: no config.json for the model (fields compared as for a stand-in "
+            "dense model; no hash)"
+        )
+        return replace(key, config_known=known), notes
     notes["config_parts"] = {name: part.hash for name, part in found.parts.items()}
     notes["unknown"] += [f"config {why}" for why in found.unknown]
     notes["transformers"] = found.transformers
-    key = CacheKey(
-        key.scheme,
-        env_factors=key.env_factors,
+    key = replace(
+        key,
         config_factors=found.config_factors,
         config_parts=notes["config_parts"],
+        config_known=known,
         config_hash=found.config_hash,
-        version=version,
     )
     return key, notes
 

@@ -277,6 +277,8 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
         )
     elif cache["same"] is False:
         names = ", ".join(f["what"] for f in cache["findings"][:_NAMED])
+        if same and same_attention:
+            why = "same kernel-config and attention hashes"
         why += f"; the compile-cache key differs ({names})"
     elif same and same_attention:
         why += "; compile-cache key not compared: " + cache["why"]

@@ -61,6 +61,9 @@ class CacheKey:
     """``VllmConfig.compile_factors()`` (0.34); ``None`` when unknown or not kept."""
     config_parts: dict[str, str | None] = field(default_factory=dict)
     """Each sub-config's hash by VllmConfig's attribute name (a launch only)."""
+    config_known: dict[str, Any] = field(default_factory=dict)
+    """The factors of each sub-config known, by attribute name (a launch only): what
+    names a differing field while the whole tree is not known."""
     config_hash: str | None = None
     """The config part's hash."""
     code_files: list[dict[str, str]] | None = None
@@ -286,6 +289,13 @@ def _shown(value: Any) -> str:
 def _config_findings(a: CacheKey, b: CacheKey) -> list[Finding]:
     if a.config_factors is not None and b.config_factors is not None:
         return _dict_findings("config", a.config_factors, b.config_factors)
+    both = [name for name in a.config_known if name in b.config_known]
+    if both:
+        return _dict_findings(
+            "config",
+            {name: a.config_known[name] for name in both},
+            {name: b.config_known[name] for name in both},
+        )
     parts = [
         name
         for name in sorted(set(a.config_parts) & set(b.config_parts))
