@@ -11,6 +11,7 @@ from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
     backends,
     diff,
     explain,
+    fetch,
     lint_env,
     resolve,
     scan,
@@ -32,6 +33,7 @@ COMMANDS = (
     "backends",
     "explain",
     "schema",
+    "fetch",
 )
 """The commands, in the order ``kernelcfg --help`` lists them."""
 
