@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kernelcfg.cli import app
 from kernelcfg.vllm import releases
 
 from .cli_helpers import run
+from .fake_hub import FakeHub, Repo, serving
 
 pytestmark = pytest.mark.cli
 
@@ -81,8 +83,21 @@ def test_there_are_help_examples() -> None:
     assert len(HELP_EXAMPLES) >= 10
 
 
+@pytest.fixture(scope="module")
+def hub() -> Iterator[FakeHub]:
+    """The models the examples fetch (``fetch``, ``--download``), served on 127.0.0.1:
+    no example reaches the real Hub."""
+    examples = ROOT / "docs" / "examples"
+    repos = {
+        "deepseek-ai/DeepSeek-R1": (examples / "deepseek-r1" / "config.json").read_bytes(),
+        "openai/gpt-oss-20b": (examples / "gpt-oss-20b" / "config.json").read_bytes(),
+    }
+    with serving({k: Repo({"main": {"config.json": v}}) for k, v in repos.items()}) as fake:
+        yield fake
+
+
 @pytest.mark.parametrize("example", HELP_EXAMPLES)
-def test_help_example_runs(example: str, tmp_path: Path) -> None:
+def test_help_example_runs(example: str, tmp_path: Path, hub: FakeHub) -> None:
     _fixtures(tmp_path)
     command = example.replace("kernelcfg", f"{sys.executable} -m kernelcfg", 1)
     done = subprocess.run(
@@ -94,7 +109,11 @@ def test_help_example_runs(example: str, tmp_path: Path) -> None:
         env={
             "PATH": "/usr/bin:/bin",
             "KERNELCFG_DETECT_TORCH": "0",
-            "HF_HUB_CACHE": "/nonexistent",
+            "HF_ENDPOINT": hub.url,
+            "HF_HOME": str(tmp_path / "hf-home"),
+            "HF_HUB_CACHE": str(tmp_path / "hub"),
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "PYTHONPATH": str(ROOT),  # this checkout's kernelcfg, wherever the run is
         },
     )
     assert done.returncode in (0, 1), (example, done.stderr[-500:])

@@ -43,3 +43,18 @@ def test_cli_json_path_imports_neither_torch_nor_rich() -> None:
     )
     assert "torch" not in mods
     assert "rich" not in mods
+
+
+def test_a_hub_id_without_download_does_not_import_huggingface_hub() -> None:
+    """``huggingface_hub`` is the ``hub`` extra, imported only to download: a hub id
+    that is not cached costs no import (and no network) unless ``--download`` asks."""
+    mods = _modules_after(
+        "import os\n"
+        "os.environ['HF_HUB_CACHE'] = '/nonexistent'\n"
+        "import kernelcfg\n"
+        "r = kernelcfg.resolve_args(['--', 'vllm', 'serve', 'deepseek-ai/DeepSeek-R1'], "
+        "kernelcfg.Request(device='h100'))\n"
+        "assert r.hash"
+    )
+    assert "kernelcfg.flags.hub" in mods
+    assert "huggingface_hub" not in mods

@@ -12,6 +12,7 @@ from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
     cache,
     diff,
     explain,
+    fetch,
     lint_env,
     resolve,
     scan,
@@ -33,6 +34,7 @@ COMMANDS = (
     "backends",
     "explain",
     "schema",
+    "fetch",
 )
 """The commands, in the order ``kernelcfg --help`` lists them."""
 

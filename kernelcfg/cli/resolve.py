@@ -48,6 +48,9 @@ The target and context, among the flags:
                          installed here, else the newest known
   --architecture NAME    model architecture (repeatable)
   --hf-config-path PATH  a local model folder or config.json
+  --download             fetch a hub id's config.json (org/name, not in
+                         the local Hugging Face cache) from the Hub; or
+                         KERNELCFG_DOWNLOAD=1; needs kernelcfg's hub extra
   --install KIND         pip (default), image, minimal or all: what is
                          installed beside vLLM (decides some picks)
   --env KEY=VALUE        a variable the engine would see (repeatable);
@@ -74,6 +77,8 @@ option of the very same name: then it is vLLM's.
         "  kernelcfg resolve --device mi300x --env VLLM_ROCM_USE_AITER=1 -O3\n\n"
         "  kernelcfg resolve --device h100 -- vllm serve ./my-model "
         "--kernel-config.moe_backend=triton -tp 8\n\n"
+        "  kernelcfg resolve --device h100 --download -- vllm serve deepseek-ai/DeepSeek-R1 "
+        "-tp 8\n\n"
         "  kernelcfg resolve --batch matrix.jsonl --device b200 > results.jsonl\n\n"
         "Exit codes: 0 valid; 1 vLLM would refuse it at engine start-up (or the target "
         "cannot run it); 2 vLLM would refuse it while reading its arguments, or the input "

@@ -125,11 +125,15 @@ def _context_and_files(words: list[str], after: list[str]) -> tuple[list[str], l
     """The target options and the files among ``scan``'s words (files after ``--``
     whatever their names)."""
     from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.flags.argv import CONTEXT_OPTIONS, take_options
+    from kernelcfg.flags.argv import CONTEXT_OPTIONS, FLAG_OPTIONS, take_options
 
     context: list[str] = []
     try:
-        files = take_options(words, CONTEXT_OPTIONS, lambda n, v: context.extend([n, v]))
+        files = take_options(
+            words,
+            CONTEXT_OPTIONS,
+            lambda n, v: context.extend([n] if n in FLAG_OPTIONS else [n, v]),
+        )
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None
     odd = [f for f in files if f.startswith("-")]

@@ -31,10 +31,10 @@ FIELDS = {
 """The names ``why`` takes, to the key of the resolve's ``selection``."""
 
 _NEEDS = {
-    "attention": "the model (a local folder, --hf-config-path, or --architecture) or an "
-    "attention flag",
-    "moe_backend": "an MoE model's config.json (a local folder or --hf-config-path) and "
-    "--moe-backend left on auto",
+    "attention": "the model (a local folder, --hf-config-path, a hub id with --download, or "
+    "--architecture) or an attention flag",
+    "moe_backend": "an MoE model's config.json (a local folder, --hf-config-path, or a hub id "
+    "with --download) and --moe-backend left on auto",
     "linear_backend": "the model's quantisation (--quant-scheme, --quantization, or its "
     "config.json) and --linear-backend left on auto",
     "sparse_indexer_topk_backend": "a model with a sparse indexer (index_topk in its "

@@ -110,8 +110,9 @@ def prepare(
     release = chosen.release
     env = req.engine_env()
     env.update(req.env)
+    context = argv_mod.ContextOptions(download=_download(environ))
     inputs, line = argv_mod.parse(
-        args, release, env=env, context=argv_mod.ContextOptions(), serve_is_vllms=req.serve_is_vllms
+        args, release, env=env, context=context, serve_is_vllms=req.serve_is_vllms
     )
     inputs.env.update(line.env)
     inputs.compile_cache_path = line.compile_cache or req.compile_cache
@@ -149,6 +150,28 @@ def _install(inputs: Inputs, flag: str | None, environ: Mapping[str, str]) -> No
         argv_mod.check_choice("install", INSTALL_VARIABLE, value)
         inputs.install = value
         inputs.sources["install"] = "environment"
+
+
+DOWNLOAD_VARIABLE = "KERNELCFG_DOWNLOAD"
+"""The variable that asks for ``--download`` on every line (``1``)."""
+_YES = frozenset({"1", "true", "yes", "on"})
+_NO = frozenset({"", "0", "false", "no", "off"})
+
+
+def _download(environ: Mapping[str, str]) -> bool:
+    """Whether ``KERNELCFG_DOWNLOAD`` asks for downloads (``--download`` asks on its own
+    line): 1, true, yes or on; 0, false, no, off or unset do not; anything else is
+    refused, as a bad ``--install`` is."""
+    value = environ.get(DOWNLOAD_VARIABLE, "")
+    if value.strip().lower() in _YES:
+        return True
+    if value.strip().lower() in _NO:
+        return False
+    raise ArgumentError(
+        f"{DOWNLOAD_VARIABLE}: {shown(value)} is neither 1 (download a hub id's config.json "
+        "when it is not cached) nor 0",
+        field="download",
+    )
 
 
 def _check_size(args: Sequence[str]) -> None:

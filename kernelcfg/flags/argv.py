@@ -36,6 +36,7 @@ from kernelcfg.vllm.validation import elsewhere, validate_ir_priority, validate_
 
 __all__ = [
     "CONTEXT_OPTIONS",
+    "FLAG_OPTIONS",
     "ContextOptions",
     "TargetOptions",
     "context_after_serve",
@@ -79,6 +80,9 @@ class ContextOptions(TargetOptions):
     """``--quant-scheme``: the model's quantisation scheme."""
     install: str | None = None
     """``--install``: what is installed beside vLLM (pip, image, minimal, all)."""
+    download: bool = False
+    """``--download`` (or ``KERNELCFG_DOWNLOAD=1``): fetch a hub id's config.json from
+    the Hub when it is not in the local cache."""
 
 
 CONTEXT_OPTIONS = {
@@ -93,8 +97,11 @@ CONTEXT_OPTIONS = {
     "--compile-cache": "compile_cache",
     "--quant-scheme": "quant_scheme",
     "--install": "install",
+    "--download": "download",
 }
 """kernelcfg's context options, by option string, to the ContextOptions field."""
+FLAG_OPTIONS = frozenset({"--download"})
+"""The context options that take no value."""
 
 _NORMALISED = {"moe_backend", "linear_backend", "sparse_indexer_topk_backend"}
 
@@ -636,7 +643,9 @@ def parse(
     tokens, insert_at = head, 0
     if serve is not None:
         own = {} if serve_is_vllms else context_after_serve(release)
-        taken = take_options(serve, own, lambda name, value: _context(ctx, name, value))
+        taken = take_options(
+            serve, own, lambda name, value: _context(ctx, name, value), after_serve=True
+        )
         tokens, insert_at = _serve_line(taken, head)
     if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
         tokens = _expand_config(tokens, inputs.notes, insert_at=insert_at, serve=serve is not None)
@@ -645,7 +654,13 @@ def parse(
         given = _read_again(release, tokens, inputs.notes)
     _apply_all(release, inputs, given)
     env = {**inputs.env, **ctx.env} if ctx.env else inputs.env  # the line's --env wins
-    model_config.read(inputs, given.get("hf_config_path"), env=env)
+    model_config.read(
+        inputs,
+        given.get("hf_config_path"),
+        env=env,
+        revision=given.get("revision"),
+        download=ctx.download,
+    )
     return inputs, ctx
 
 
@@ -747,10 +762,18 @@ def split_serve(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
 
 
 def take_options(
-    tokens: list[str], names: Mapping[str, str], take: Callable[[str, str], None]
+    tokens: list[str],
+    names: Mapping[str, str],
+    take: Callable[[str, str], None],
+    *,
+    after_serve: bool = False,
 ) -> list[str]:
-    """``tokens`` without the options ``names`` lists (``--x V`` or ``--x=V``), each
-    handed to ``take``; a bare ``--`` ends the search."""
+    """``tokens`` without the options ``names`` lists (``--x V`` or ``--x=V``; one of
+    :data:`FLAG_OPTIONS` alone, handed ``""``), each handed to ``take``; a bare ``--``
+    ends the search. ``after_serve``: the words follow ``vllm serve``, where a flag
+    option written with a value (``--download /models``, ``--download=/models``) is
+    left to vLLM, whose parser reads it as the prefix of an option that takes one
+    (``--download-dir``): kernelcfg takes it only where vLLM would refuse it."""
     out: list[str] = []
     i = 0
     while i < len(tokens):
@@ -763,6 +786,15 @@ def take_options(
             out.append(arg)
             i += 1
             continue
+        if name in FLAG_OPTIONS:
+            if after_serve and _valued(tokens, i):
+                out.append(arg)
+            elif eq:
+                raise ArgumentError(f"{name}: takes no value", field=names[name])
+            else:
+                take(name, "")
+            i += 1
+            continue
         if eq:
             take(name, inline)
             i += 1
@@ -772,6 +804,12 @@ def take_options(
         take(name, tokens[i + 1])
         i += 2
     return out
+
+
+def _valued(tokens: list[str], i: int) -> bool:
+    """Whether the option at ``tokens[i]`` is written with a value (``=V``, or a next
+    word that is no option)."""
+    return "=" in tokens[i] or (i + 1 < len(tokens) and not tokens[i + 1].startswith("-"))
 
 
 def _serve_line(serve: list[str], head: list[str]) -> tuple[list[str], int]:
@@ -838,6 +876,8 @@ def _context(ctx: ContextOptions, name: str, value: str) -> None:
     elif dest in ("quant_scheme", "install"):
         check_choice(dest, name, value)
         setattr(ctx, dest, value)
+    elif dest == "download":
+        ctx.download = True
     else:
         setattr(ctx, dest, value)
 

@@ -1,11 +1,13 @@
-"""What kernelcfg reads about the model: its ``config.json``, never downloaded.
+"""What kernelcfg reads about the model: its ``config.json``, downloaded only on request.
 
-From, first to last: ``--hf-config-path`` (a folder or a ``config.json``), MODEL when it
-is a local folder, and — when MODEL is a hub id (``org/name``) — the local Hugging Face
-cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``), the
-revision ``refs/main`` names (else the newest snapshot). It fills the inputs'
-architectures, quantisation method and scheme, keeps the whole file (attention reads
-its shape), and says where they came from.
+From, first to last: ``--hf-config-path`` (a folder or a ``config.json``; a hub id as
+MODEL is one), MODEL when it is a local folder, and — for a hub id (``org/name``) — the
+local Hugging Face cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
+``~/.cache/huggingface/hub``), at the snapshot vLLM's ``--revision`` names (else the one
+``refs/main`` names, else the newest); with ``--download``, a hub id not in the cache is
+fetched into it (:mod:`kernelcfg.flags.hub`). It fills the inputs' architectures,
+quantisation method and scheme, keeps the whole file (attention reads its shape), and
+says where they came from.
 """
 
 from __future__ import annotations
@@ -32,20 +34,31 @@ CODES = frozenset(
 """The codes of the problems met reading the model's files (``why`` shows them too)."""
 
 
-def read(inputs: Inputs, hf_config_path: str | None, env: Mapping[str, str]) -> None:
-    """Fill ``inputs`` from the model's ``config.json`` where one can be found here."""
+def read(
+    inputs: Inputs,
+    hf_config_path: str | None,
+    env: Mapping[str, str],
+    *,
+    revision: str | None = None,
+    download: bool = False,
+) -> None:
+    """Fill ``inputs`` from the model's ``config.json`` where one can be found here, or,
+    with ``download``, fetched from the Hub for a hub id whose file is not here (a
+    failure to fetch raises :class:`ArgumentError`, exit 2). ``revision`` is vLLM's
+    ``--revision``."""
     for candidate, source in ((hf_config_path, "--hf-config-path"), (inputs.model, "local folder")):
         if not candidate:
             continue
         found = _local_config(candidate)
-        if found is None:
-            if source == "local folder" and _from_cache(inputs, candidate, env):
-                return
-            _note_not_local(inputs, candidate, given=source == "--hf-config-path")
-            continue
-        config_file, info = found
-        _apply(inputs, *_load(config_file, info), config_file, source)
-        return
+        if found is not None:
+            config_file, info = found
+            _apply(inputs, *_load(config_file, info), config_file, source)
+            return
+        given = source == "--hf-config-path"
+        if _from_hub_id(inputs, candidate, env, revision, download=download):
+            return
+        if _note_not_local(inputs, candidate, given=given, revision=revision):
+            return  # a hub id as --hf-config-path: vLLM reads no config from MODEL
 
 
 def hub_cache(env: Mapping[str, str]) -> Path | str:
@@ -82,13 +95,18 @@ def _home_path(path: str, variable: str) -> Path | str:
     return f"{variable} {bounded.shown(path)} starts with {bounded.shown(user)} ({where})"
 
 
-def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
-    """Read ``org/name``'s config.json from the local cache; ``False`` when it is not
-    there, ``True`` when it was read or what is there is reported broken."""
-    parts = model.split("/")
-    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
+def _from_hub_id(
+    inputs: Inputs, model: str, env: Mapping[str, str], revision: str | None, *, download: bool
+) -> bool:
+    """Read ``org/name``'s config.json from the local cache, else (``download``) fetch it
+    into the cache; ``False`` when it is neither there nor fetched, ``True`` when it was
+    read or what is there is reported broken."""
+    from kernelcfg.flags import hub  # the module that fetches: only for a hub id
+
+    if not hub.is_hub_id(model):
         return False
-    cache = hub_cache(ChainMap(dict(env), os.environ))
+    environ = ChainMap(dict(env), os.environ)
+    cache = hub_cache(environ)
     if isinstance(cache, str):
         inputs.notes.append(
             Problem(
@@ -100,11 +118,36 @@ def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
             )
         )
         return True
-    folder = os.path.join(cache, f"models--{parts[0]}--{parts[1]}")
+    if _from_cache(inputs, model, cache, revision, guess=not download):
+        return True
+    if not download:
+        return False
+    config_file = hub.fetch(model, revision=revision, environ=environ, cache=cache)
+    info, problem = bounded.file_stat(config_file)
+    if info is None:
+        raise ArgumentError(
+            f"the config.json of {bounded.shown(model)} was fetched to "
+            f"{bounded.shown(config_file)}, which cannot be read: {problem}",
+            field="model",
+            code=hub.CODE,
+        )
+    _apply(inputs, *_load(config_file, info), config_file, "Hugging Face cache")
+    return True
+
+
+def _from_cache(
+    inputs: Inputs, model: str, cache: Path, revision: str | None, *, guess: bool
+) -> bool:
+    """Read ``org/name``'s config.json from the local cache; ``False`` when it is not
+    there (at ``revision``; ``guess``: without one, the newest snapshot stands in for a
+    missing ``refs/main``), ``True`` when it was read or what is there is reported
+    broken."""
+    org, name = model.split("/")
+    folder = os.path.join(cache, f"models--{org}--{name}")
     if not os.path.isdir(folder):  # not downloaded here (most lines): one stat
         return False
     try:
-        config_file, info = _cached_config(folder)
+        found = _cached_config(folder, revision, guess=guess)
     except _BrokenCacheError as exc:
         inputs.notes.append(
             Problem(
@@ -116,7 +159,9 @@ def _from_cache(inputs: Inputs, model: str, env: Mapping[str, str]) -> bool:
             )
         )
         return True
-    _apply(inputs, *_load(config_file, info), config_file, "Hugging Face cache")
+    if found is None:
+        return False
+    _apply(inputs, *_load(*found), found[0], "Hugging Face cache")
     return True
 
 
@@ -124,12 +169,19 @@ class _BrokenCacheError(Exception):
     """What is broken in a model's cache folder, as one line (its paths shown)."""
 
 
-def _cached_config(folder: str) -> tuple[str, os.stat_result]:
-    """The config.json of the snapshot ``refs/main`` names (else the newest snapshot)
-    and its ``stat``. Every path must resolve inside ``folder``: a snapshot's files are
-    links into ``../../blobs``, never out of the model's folder."""
-    snapshot = _snapshot(folder)
+def _cached_config(
+    folder: str, revision: str | None, *, guess: bool
+) -> tuple[str, os.stat_result] | None:
+    """The config.json of the snapshot ``revision`` names (by default ``refs/main``, else,
+    with ``guess``, the newest snapshot) and its ``stat``; ``None`` when that snapshot,
+    or its config.json, is not there. Every path must resolve inside ``folder``: a
+    snapshot's files are links into ``../../blobs``, never out of the model's folder."""
+    snapshot = _snapshot(folder, revision, guess=guess)
+    if snapshot is None:
+        return None
     config_file = os.path.join(folder, "snapshots", snapshot, "config.json")
+    if not os.path.lexists(config_file):  # the snapshot holds other files only
+        return None
     root = os.path.realpath(folder)
     real = os.path.realpath(config_file)
     if os.path.commonpath((root, real)) != root:
@@ -144,17 +196,32 @@ def _cached_config(folder: str) -> tuple[str, os.stat_result]:
 
 
 _MAX_REF = 256
-"""The most bytes of ``refs/main`` read (a revision is 40 hex digits)."""
+"""The most bytes of a ``refs/`` file read (a revision is 40 hex digits)."""
 _REVISION = re.compile(r"[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}")
-"""What a revision named in ``refs/main`` may look like (a commit hash is 40 hex
+"""What a revision named in a ``refs/`` file may look like (a commit hash is 40 hex
 digits): never a path."""
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+"""A commit hash, which names a snapshot folder itself."""
 
 
-def _snapshot(folder: str) -> str:
-    """The snapshot ``refs/main`` names, else the newest one."""
-    ref = os.path.join(folder, "refs", "main")
+def _snapshot(folder: str, revision: str | None, *, guess: bool) -> str | None:
+    """The snapshot ``refs/REVISION`` names (a branch or tag ``huggingface_hub`` fetched),
+    or REVISION itself when it is a commit hash with a snapshot; without a revision, the
+    one ``refs/main`` names, else (``guess``: when no download will say) the newest
+    one. ``None``: that revision is not here."""
+    from kernelcfg.flags import hub
+
+    if revision is not None and not hub.safe_revision(revision):
+        return None
+    name = revision or "main"
+    ref = os.path.join(folder, "refs", name)
     if os.path.lexists(ref):
-        return _revision(ref)
+        return _revision(ref, name)
+    if revision is not None:
+        snapshot = os.path.join(folder, "snapshots", revision)
+        return revision if _COMMIT.fullmatch(revision) and os.path.isdir(snapshot) else None
+    if not guess:
+        return None
     try:
         with os.scandir(os.path.join(folder, "snapshots")) as entries:
             snapshots = [(e.stat().st_mtime, e.name) for e in entries if e.is_dir()]
@@ -165,19 +232,19 @@ def _snapshot(folder: str) -> str:
     return max(snapshots)[1]
 
 
-def _revision(ref: str) -> str:
-    """The revision a ``refs/main`` file names: a short word, never a path."""
+def _revision(ref: str, name: str) -> str:
+    """The revision a ``refs/NAME`` file names: a short word, never a path."""
     info, problem = bounded.file_stat(ref)
     if info is None:
-        raise _BrokenCacheError(f"refs/main: {problem}")
+        raise _BrokenCacheError(f"refs/{name}: {problem}")
     if info.st_size > _MAX_REF:
-        raise _BrokenCacheError(f"refs/main is {info.st_size:,} bytes long, not a revision")
+        raise _BrokenCacheError(f"refs/{name} is {info.st_size:,} bytes long, not a revision")
     try:
-        commit = bounded.read_text(ref, "refs/main", limit=_MAX_REF).strip()
+        commit = bounded.read_text(ref, f"refs/{name}", limit=_MAX_REF).strip()
     except ArgumentError as exc:
         raise _BrokenCacheError(exc.message) from None
     if not _REVISION.fullmatch(commit):
-        raise _BrokenCacheError(f"refs/main holds {bounded.shown(commit)}, not a revision")
+        raise _BrokenCacheError(f"refs/{name} holds {bounded.shown(commit)}, not a revision")
     return commit
 
 
@@ -223,9 +290,14 @@ def _local_config(candidate: str) -> tuple[str, os.stat_result] | None:
     return (candidate, info) if info is not None else None
 
 
-def _note_not_local(inputs: Inputs, candidate: str, *, given: bool) -> None:
+def _note_not_local(inputs: Inputs, candidate: str, *, given: bool, revision: str | None) -> bool:
+    """Say why the model's facts are not read from ``candidate``; ``True`` when it is a
+    hub id given as ``--hf-config-path`` (vLLM reads the config there, not from MODEL)."""
+    from kernelcfg.flags import hub
+
     problem = bounded.file_problem(candidate)
-    if given or (problem is not None and _looks_like_path(candidate)):
+    hub_id = hub.is_hub_id(candidate)
+    if not hub_id and (given or (problem is not None and _looks_like_path(candidate))):
         reason = problem or "it holds no config.json"
         inputs.notes.append(
             Problem(
@@ -236,17 +308,19 @@ def _note_not_local(inputs: Inputs, candidate: str, *, given: bool) -> None:
                 "architectures or quantisation from it (vLLM would fail to load it)",
             )
         )
-        return
+        return False
+    at = f" at revision {bounded.shown(revision)}" if revision else ""
     inputs.notes.append(
         Problem(
             "info",
             "model-not-local",
-            "model",
+            "hf_config_path" if given else "model",
             f"{bounded.shown(candidate)} is neither a local folder nor in the local Hugging "
-            "Face cache; kernelcfg never downloads, so its architectures are unknown unless "
-            "given with --architecture",
+            f"Face cache{at}; its architectures are unknown unless given with --architecture"
+            + (", or its config.json fetched from the Hub with --download" if hub_id else ""),
         )
     )
+    return given and hub_id
 
 
 def _looks_like_path(text: str) -> bool:
