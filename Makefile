@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 TORCH_PIN := torch==2.13.0
+# the transformers release vLLM 0.34.0's compile-cache vectors were made with
+TRANSFORMERS_PIN := transformers==5.22.2
 PYDANTIC_PIN := pydantic==2.14.4
 STAMP := $(VENV)/.installed-dev
 
@@ -28,7 +30,7 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet "$(TORCH_PIN)" "$(PYDANTIC_PIN)" -e ".[dev]"
+	$(PY) -m pip install --quiet "$(TORCH_PIN)" "$(PYDANTIC_PIN)" "$(TRANSFORMERS_PIN)" -e ".[dev]"
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed  ## the tool alone (no torch)

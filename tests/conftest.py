@@ -27,6 +27,15 @@ PLATFORM_KIND = {
 MODES = ("NONE", "STOCK_TORCH_COMPILE", "DYNAMO_TRACE_ONCE", "VLLM_COMPILE")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_text_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """kernelcfg's disk cache (``base.text_cache``) in a folder of this test run, never
+    the user's: a test sees texts only this run made."""
+    import os
+
+    os.environ["KERNELCFG_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernelcfg-cache"))
+
+
 def golden_versions() -> list[str]:
     """Releases with both a kernelcfg data file and golden vectors."""
     have = {p.name.removeprefix("vllm-") for p in GOLDEN.iterdir() if p.is_dir()}

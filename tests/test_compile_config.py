@@ -218,6 +218,7 @@ def test_without_config_json_the_model_part_is_unknown_the_rest_exact() -> None:
 
 def test_without_transformers_the_model_part_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compile_model, "_transformers", lambda: None)
+    monkeypatch.setattr(compile_model, "_transformers_version", lambda: None)
     found = _one("0.34.0", "llama-3.1-8b", [])
     assert isinstance(found, CompileConfig)
     assert found.parts["model_config"].unknown == compile_model.NO_TRANSFORMERS

@@ -17,7 +17,10 @@ def test_diff_never_claims_the_same_compile_cache(a: str, b: str) -> None:
     assert "same compile-cache hash" not in done.stdout
     assert "kernel-config" in done.stdout
     data = run("diff", "--a", a, "--b", b, "--device", "h100", "--format", "json").json()
-    assert "compile-cache key is not compared" in data["summary"] or not data["same_hash"]
+    assert data["same_hash"]  # the kernel part is the same ...
+    assert data["same_compile_cache_key"] is False  # ... the compile cache is not
+    assert "the compile-cache key differs" in data["summary"]
+    assert done.exit_code == 1
 
 
 def test_resolve_help_names_the_kernel_config_hash() -> None:

@@ -5,6 +5,7 @@ refuse. The JSON says which (``install``, ``install_given``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,38 @@ pytestmark = pytest.mark.cli
 ROOT = Path(__file__).resolve().parent.parent
 GPT_OSS = str(ROOT / "docs" / "examples" / "gpt-oss-20b")
 V100_GPT_OSS = ["--vllm-version", "0.34.0", "--device", "v100", "--hf-config-path", GPT_OSS]
+QWEN3_MOE = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "num_hidden_layers": 48,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "norm_topk_prob": True,
+    "max_position_embeddings": 40960,
+    "vocab_size": 151936,
+    "torch_dtype": "bfloat16",
+}
+"""Qwen3-30B-A3B's shape (its config.json, trimmed)."""
+
+
+@pytest.fixture
+def mi300x_online_mxfp4(tmp_path: Path) -> list[str]:
+    """Qwen3-MoE quantised online to MXFP4 on an MI300X: only ``--install all`` has an MoE
+    kernel. (gpt-oss on a V100, the first such case, vLLM now refuses before any kernel:
+    no BF16 there, and its MXFP4 method takes BF16 only.)"""
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_MOE), encoding="utf-8")
+    return [
+        "--vllm-version", "0.34.0", "--device", "mi300x", "--hf-config-path", str(tmp_path),
+        "--quantization", "mxfp4",
+    ]  # fmt: skip
+
+
 B200_TRTLLM = ["--vllm-version", "0.34.0", "--device", "b200", "--moe-backend", "flashinfer_trtllm"]
 
 
@@ -44,12 +77,13 @@ def test_a_layer_no_kernel_serves_under_the_install_named_is_an_error() -> None:
     assert (selection["install"], selection["install_given"]) == ("image", True)
 
 
-def test_the_environment_variable_names_the_install() -> None:
-    out = run("resolve", *V100_GPT_OSS, "--format", "json", env={"KERNELCFG_INSTALL": "image"})
+def test_the_environment_variable_names_the_install(mi300x_online_mxfp4: list[str]) -> None:
+    flags = mi300x_online_mxfp4
+    out = run("resolve", *flags, "--format", "json", env={"KERNELCFG_INSTALL": "image"})
     assert out.exit_code == 1
     selection = out.json()["selection"]["moe_backend"]
     assert (selection["install"], selection["install_given"]) == ("image", True)
-    flag_wins = run("resolve", *V100_GPT_OSS, "--install", "all", env={"KERNELCFG_INSTALL": "pip"})
+    flag_wins = run("resolve", *flags, "--install", "all", env={"KERNELCFG_INSTALL": "image"})
     assert flag_wins.exit_code == 0
 
 
@@ -60,14 +94,26 @@ def test_a_bad_environment_install_is_refused_as_the_flag_is() -> None:
     assert "(did you mean 'image'?)" in out.stderr
 
 
-def test_without_an_install_a_layer_some_install_serves_is_a_warning() -> None:
-    result = pipeline.resolve_args(V100_GPT_OSS)
+def test_without_an_install_a_layer_some_install_serves_is_a_warning(
+    mi300x_online_mxfp4: list[str],
+) -> None:
+    result = pipeline.resolve_args(mi300x_online_mxfp4)
     (found,) = _problems(result, "moe-no-kernel")
     assert found[0] == "warning"
     assert "with --install pip or image or minimal vLLM raises" in found[1]
     assert not isinstance(result, pipeline.Failure)
     assert result.selection["moe_backend"]["install_given"] is False
-    assert run("resolve", *V100_GPT_OSS).exit_code == 0
+    assert run("resolve", *mi300x_online_mxfp4).exit_code == 0
+
+
+def test_gpt_oss_on_a_v100_is_refused_before_any_kernel() -> None:
+    out = run("resolve", *V100_GPT_OSS, "--install", "all")
+    assert out.exit_code == 1
+    assert (
+        "error: vLLM refuses this launch while building its config: ValidationError: "
+        "1 validation error for VllmConfig"
+    ) in out.stderr
+    assert "torch.float16 is not supported for quantization method gpt_oss_mxfp4" in out.stderr
 
 
 def test_refused_under_every_install_is_an_error_named_or_not() -> None:

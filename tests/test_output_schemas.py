@@ -58,6 +58,9 @@ def _outputs(tmp_path: Path) -> dict[str, list[object]]:
         "versions-compare": [run("versions", "0.33", "0.34", "--format", "json").json()],
         "backends": [run("backends", "--device", "mi300x", "--format", "json").json()],
         "diff": [run("diff", str(saved_a), str(saved_b), "--format", "json").json()],
+        "cache-explain": [
+            run("cache", "explain", "-tp 4", "-tp 8", "--device", "h100", "--format", "json").json()
+        ],
         "explain": [run("explain", "moe_backend=triton", "--format", "json").json()],
         "lint-env": [run("lint-env", "--format", "json", env={"VLLM_X": "1"}).json()],
         "scan": [run("scan", str(script), "--device", "h100", "--format", "json").json()],

@@ -76,7 +76,7 @@ def print_rich(renderable: Any) -> None:
 
     console = Console(markup=False, emoji=False, highlight=False, width=_width())
     with console.capture() as captured:
-        console.print(renderable)
+        console.print(renderable, crop=False)  # a no_wrap line (a hash) stays whole
     write_text(captured.get())
 
 

@@ -52,9 +52,9 @@ def diff(
     differ (the attention config has its own hash), and, apart, the fields that differ
     but are not hashed. Both hashes are factors of vLLM's compile-cache key; the launch's
     other parts of that key (the environment and the whole engine config: -tp, -O, the
-    model ...) are compared too, and each difference named (as `kernelcfg cache explain`
-    does). The traced code and the compiler belong to the install: compare caches with
-    `kernelcfg cache explain` for those.
+    model ...) are compared too, and each difference named, as `cache explain` does.
+    The traced code and the compiler belong to the install: compare two caches with
+    `cache explain` for those.
     """
 
     from rich.console import Group

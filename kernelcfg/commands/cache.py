@@ -27,7 +27,11 @@ def load_side(spec: str, common: Sequence[str], request: Request) -> tuple[Cache
         words = shlex.split(spec)
     except ValueError as exc:
         raise ArgumentError(f"{shown(spec)}: cannot split into words ({exc})") from None
-    words = [*common, "--", *words] if words[:2] == ["vllm", "serve"] else [*common, *words]
+    serve = next((i for i in range(len(words) - 1) if words[i : i + 2] == ["vllm", "serve"]), None)
+    if serve is not None:  # kernelcfg's options for this side, then the vllm serve line
+        words = [*common, *words[:serve], "--", *words[serve:]]
+    else:
+        words = [*common, *words]
     result = resolve_args(words, request)
     if isinstance(result, Failure):
         raise ArgumentError(f"{shown(spec)}: {result.problem.message}")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
+from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.vllm.compile_cache import (
     CacheKey,
@@ -22,7 +23,7 @@ from kernelcfg.vllm.compile_cache import (
     read_factors_file,
 )
 
-__all__ = ["compile_cache_of", "finding_data", "key_scheme", "launch_key"]
+__all__ = ["compile_cache_of", "finding_data", "key_scheme", "launch_key", "refusal_of"]
 
 STAND_IN: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
@@ -70,27 +71,36 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     from kernelcfg.vllm.compile_env import EnvInputs, compute
 
     version = result.release.version
-    kind = result.target.kind
-    env = compute(version, _environ(result, environ), EnvInputs(platform=kind))
-    notes: dict[str, Any] = {"unknown": [f"env {name}" for name in env.unknown]}
+    notes: dict[str, Any] = {"unknown": []}
+    try:
+        env = compute(version, _environ(result, environ), EnvInputs(platform=result.target.kind))
+    except KernelcfgError as exc:  # a release without env-factor data
+        notes["unknown"].append(f"env: {exc.message}")
+        return CacheKey(key_scheme(version), version=version), notes
+    notes["unknown"] += [f"env {name}" for name in env.unknown]
     key = CacheKey(
         key_scheme(version), env_factors=None if env.unknown else env.factors, version=version
     )
     if result.inputs is None:
         return key, notes
     inputs = result.inputs
-    stand_in = inputs.hf_config is None
+    overridden = inputs.hf_config is not None and inputs.sources.get("architectures") == "flag"
+    stand_in = inputs.hf_config is None or overridden
     if stand_in:
         inputs = replace(inputs, hf_config=STAND_IN, model=inputs.model or "stand-in")
     attention = result.attention.config if result.attention is not None else None
-    found = compile_config(
-        result.release,
-        result.target,
-        inputs,
-        kernel_config=result.kernel_config,
-        attention_config=attention,
-        use_transformers=not stand_in,
-    )
+    try:
+        found = compile_config(
+            result.release,
+            result.target,
+            inputs,
+            kernel_config=result.kernel_config,
+            attention_config=attention,
+            use_transformers=not stand_in,
+        )
+    except KernelcfgError as exc:  # a release without config-factor data
+        notes["unknown"].append(f"config: {exc.message}")
+        return key, notes
     if isinstance(found, ConfigRefusal):
         if not stand_in:
             notes["refused"] = {"kind": found.kind, "message": found.text}
@@ -100,9 +110,9 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     known = {name: part.factors for name, part in found.parts.items() if part.hash is not None}
     if stand_in:
         known.pop("model_config", None)
+        why = "--architecture overrides its config.json" if overridden else "no config.json"
         notes["unknown"].append(
-            "config: no config.json for the model (fields compared as for a stand-in "
-            "dense model; no hash)"
+            f"config: {why} for the model (fields compared as for a stand-in dense model; no hash)"
         )
         return replace(key, config_known=known), notes
     notes["config_parts"] = {name: part.hash for name, part in found.parts.items()}
@@ -116,6 +126,32 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
         config_hash=found.config_hash,
     )
     return key, notes
+
+
+def refusal_of(result: Resolution) -> dict[str, str] | None:
+    """vLLM's refusal of the launch while building its config (``kind``, ``message``),
+    where the model's config.json is known and kernelcfg's ``--architecture`` does not
+    override it; ``None`` where vLLM builds it (or the release has no config data)."""
+    from kernelcfg.vllm.compile_config import ConfigRefusal, compile_config
+
+    inputs = result.inputs
+    if inputs is None or inputs.hf_config is None or inputs.sources.get("architectures") == "flag":
+        return None
+    attention = result.attention.config if result.attention is not None else None
+    try:
+        found = compile_config(
+            result.release,
+            result.target,
+            inputs,
+            kernel_config=result.kernel_config,
+            attention_config=attention,
+            use_transformers=False,
+        )
+    except KernelcfgError:
+        return None
+    if isinstance(found, ConfigRefusal):
+        return {"kind": found.kind, "message": found.text}
+    return None
 
 
 def compile_cache_of(

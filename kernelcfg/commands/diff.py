@@ -276,10 +276,9 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
             "install's)"
         )
     elif cache["same"] is False:
-        names = ", ".join(f["what"] for f in cache["findings"][:_NAMED])
         if same and same_attention:
             why = "same kernel-config and attention hashes"
-        why += f"; the compile-cache key differs ({names})"
+        why += "; the compile-cache key differs: " + _cache_summary(cache["findings"])
     elif same and same_attention:
         why += "; compile-cache key not compared: " + cache["why"]
     lists = {
@@ -317,6 +316,21 @@ def compare(a: Side, b: Side) -> dict[str, Any]:
             "fields outside the hash cannot explain a compile-cache miss" if not_hashed else None
         ),
     }
+
+
+def _cache_summary(findings: list[dict[str, Any]]) -> str:
+    """The differing parts of the key in a few words: another release, or how many
+    differences each part has and the first few names."""
+    if any(f["part"] == "scheme" for f in findings):
+        release = next(f for f in findings if f["part"] == "scheme")
+        return f"another vLLM release ({release['a']} vs {release['b']})"
+    counts: dict[str, int] = {}
+    for found in findings:
+        counts[found["part"]] = counts.get(found["part"], 0) + 1
+    parts = ", ".join(f"{part} {count}" for part, count in counts.items())
+    names = ", ".join(one_line(str(f["what"]))[:100] for f in findings[:_NAMED])
+    more = f" and {len(findings) - _NAMED:,} more" if len(findings) > _NAMED else ""
+    return f"{parts} ({names}{more})"
 
 
 def _cache_part(a: Side, b: Side) -> dict[str, Any]:

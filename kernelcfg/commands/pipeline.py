@@ -229,33 +229,45 @@ def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolut
     result = resolve(inputs, target, release)
     req = request or Request()
     wanted = (req.want_compile_cache and inputs.hf_config is not None) or inputs.compile_cache_path
-    if wanted:
-        try:
+    try:
+        if wanted:
             _compile_cache(result, req)
-        except KernelcfgError as exc:
-            return Failure(Problem.from_error(exc), release, target)
+        elif inputs.hf_config is not None:
+            _refused(result)
+    except KernelcfgError as exc:
+        return Failure(Problem.from_error(exc), release, target)
     return result
 
 
 def _compile_cache(result: Resolution, req: Request) -> None:
-    """Fill the resolution's compile-cache key parts; vLLM's refusal while building its
-    config is an error (exit 1) with vLLM's reason."""
+    """Fill the resolution's compile-cache key parts, and say where vLLM refuses the
+    launch while building its config."""
     from kernelcfg.commands.cache_key import compile_cache_of
 
     assert result.inputs is not None
     found = compile_cache_of(result, req.process_environ, result.inputs.compile_cache_path)
     result.compile_cache = found
-    refused = found.get("refused")
-    if refused:
-        result.problems.append(
-            Problem(
-                "error",
-                "config-refused",
-                None,
-                f"vLLM refuses this launch while building its config: {refused['kind']}: "
-                f"{refused['message']}",
-            )
+    if found.get("refused"):
+        _refused(result, found["refused"])
+
+
+def _refused(result: Resolution, refused: Mapping[str, str] | None = None) -> None:
+    """vLLM's refusal while building its config (worked out here when not given: a few
+    milliseconds, no transformers) as an error, exit 1, with vLLM's reason."""
+    from kernelcfg.commands.cache_key import refusal_of
+
+    found = refused if refused is not None else refusal_of(result)
+    if found is None:
+        return
+    result.problems.append(
+        Problem(
+            "error",
+            "config-refused",
+            None,
+            f"vLLM refuses this launch while building its config: {found['kind']}: "
+            f"{found['message']}",
         )
+    )
 
 
 def _unusable(exc: BaseException) -> Problem:

@@ -62,7 +62,6 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
     """A rich renderable for people: fields with their sources, dispatch, hash, problems;
     with ``walk``, the attention selector's candidates in order."""
     from rich.console import Group
-    from rich.text import Text
 
     data = as_data(result, strict=strict)
     parts: list[Any] = [_headline(data)]
@@ -72,13 +71,24 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
     if isinstance(result, Resolution) and result.kernel_config is not None:
         parts += _config_tables(result, result.kernel_config)
     if data["hash"]:
-        parts.append(Text.assemble(("kernel-config hash ", "bold"), plain(data["hash"])))
+        parts.append(_unwrapped("kernel-config hash ", data["hash"]))
     parts += _selection_lines(data, walk=walk)
     parts += _compile_cache_lines(data.get("compile_cache"))
     notes = [p for p in data["problems"] if p["severity"] == "info"]
     for problem in notes:
         parts.append(plain(f"note: {problem['message']}", style="dim"))
     return Group(*parts)
+
+
+def _unwrapped(label: str, value: str) -> Any:
+    """``label value`` on one line whatever the width: a hash is copied whole, and a
+    pick is one line for ``grep``."""
+    from rich.text import Text
+
+    line = Text.assemble((label, "bold"), plain(value))
+    line.no_wrap = True
+    line.overflow = "ignore"
+    return line
 
 
 def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
@@ -95,7 +105,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
             for p in (picked["requested"], picked["kernel"], f"--install {picked['install']}")
             if p
         )
-        lines.append(Text.assemble(("attention ", "bold"), plain(f"{said}  ({detail})")))
+        lines.append(_unwrapped("attention ", f"{said}  ({detail})"))
         if picked.get("message") and picked["status"] != "selected":
             lines.append(plain(f"  {picked['message']}"))
         for place, candidate in enumerate(picked["candidates"] if walk else (), 1):
@@ -107,9 +117,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     if kernel:
         said = kernel["kernel"] or kernel["status"]
         value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
-        lines.append(
-            Text.assemble(("linear layers ", "bold"), plain(f"{kernel['scheme']}: {said}{value}"))
-        )
+        lines.append(_unwrapped("linear layers ", f"{kernel['scheme']}: {said}{value}"))
         if kernel["status"] == "depends":
             lines += [plain(f"  {kind}: {found}") for kind, found in kernel["layers"].items()]
         for install, outcome in (kernel.get("by_install") or {}).items():
@@ -124,14 +132,13 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
             )
         )
     if data.get("attention_hash"):
-        lines.append(Text.assemble(("attention hash ", "bold"), plain(data["attention_hash"])))
+        lines.append(_unwrapped("attention hash ", data["attention_hash"]))
     return lines
 
 
 def _compile_cache_lines(found: dict[str, Any] | None) -> list[Any]:
     """The compile-cache key (or the parts it waits for), the directory, and what
     separates the launch from the cache given."""
-    from rich.text import Text
 
     if not found:
         return []
@@ -140,7 +147,7 @@ def _compile_cache_lines(found: dict[str, Any] | None) -> list[Any]:
         said = f"{found['key']}  ({reuse.get(found['reuses'], 'unknown')})"
     else:
         said = "unknown: " + "; ".join(found["unknown"])
-    lines: list[Any] = [Text.assemble(("compile-cache key ", "bold"), plain(said))]
+    lines: list[Any] = [_unwrapped("compile-cache key ", said)]
     lines.append(plain(f"  env hash {found['env_hash']}, config hash {found['config_hash']}"))
     jit = (found.get("directory") or {}).get("jit")
     if jit:
@@ -151,7 +158,6 @@ def _compile_cache_lines(found: dict[str, Any] | None) -> list[Any]:
 
 def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
     """The MoE pick (and, with ``walk``, vLLM's reorders and every candidate it tried)."""
-    from rich.text import Text
 
     if not picked:
         return []
@@ -159,9 +165,7 @@ def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
     kernel = f" ({picked['kernel']})" if picked["kernel"] else ""
     value = f" (--moe-backend {picked['value']})" if picked["value"] else ""
     what = picked.get("variant") or picked.get("checkpoint") or ""
-    lines: list[Any] = [
-        Text.assemble(("MoE layers ", "bold"), plain(f"{what}: {said}{kernel}{value}".lstrip(": ")))
-    ]
+    lines: list[Any] = [_unwrapped("MoE layers ", f"{what}: {said}{kernel}{value}".lstrip(": "))]
     if picked.get("message") and picked["status"] != "selected":
         lines.append(plain(f"  {picked['message']}"))
     if walk:

@@ -7,7 +7,8 @@ float16 refusals, the RoPE types whose factor is already applied) are release da
 ``compile-config-X.Y.Z.json`` (``model_facts``), read from the wheel by
 ``scripts/compile_config_data.py``. The ``hf_config`` text needs transformers: it is
 imported only here, only when asked, and only when installed; without it the text is
-unknown (:data:`NO_TRANSFORMERS`).
+unknown (:data:`NO_TRANSFORMERS`). Importing it takes seconds where torch is installed,
+so each text is kept on disk (``base.text_cache``), per transformers version and config.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from kernelcfg.base import text_cache
 from kernelcfg.vllm.checkpoint import quantization_config_of, resolve_quant_method
 
 __all__ = [
@@ -312,17 +314,37 @@ def hf_text(
     override's method, the attention-head counts compressed-tensors is given).
     Unknown without transformers, for remote code, and for the model types vLLM loads
     with its own config class (``vllm_classes``)."""
+    version = _transformers_version()
+    if version is None:
+        return HfText(None, None, NO_TRANSFORMERS)
+    if hf.get("auto_map") and trust_remote_code:
+        return HfText(None, version, "the model's remote configuration code")
+    if hf.get("model_type") in vllm_classes or not hf.get("model_type"):
+        return HfText(None, version, "vLLM's own config class for this model type")
+    quant = _hashed_quant(hf, facts)
+    key = json.dumps([hf, quant], sort_keys=True, default=str)
+    question = f"transformers {version} " + key
+    kept = text_cache.get("hf-text", question)
+    if kept is not None:
+        return HfText(kept, version, None)
     tf = _transformers()
     if tf is None:
         return HfText(None, None, NO_TRANSFORMERS)
-    if hf.get("auto_map") and trust_remote_code:
-        return HfText(None, tf.__version__, "the model's remote configuration code")
-    if hf.get("model_type") in vllm_classes or not hf.get("model_type"):
-        return HfText(None, tf.__version__, "vLLM's own config class for this model type")
-    quant = _hashed_quant(hf, facts)
-    key = json.dumps([hf, quant], sort_keys=True, default=str)
     text, why = _loaded(tf, key)
+    if text is not None and tf.__version__ == version:
+        text_cache.put("hf-text", question, text)
     return HfText(text, tf.__version__, why)
+
+
+def _transformers_version() -> str | None:
+    """The installed transformers' version, read without importing it (importing it
+    takes seconds where torch is installed: it imports torch)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformers")
+    except PackageNotFoundError:
+        return None
 
 
 @lru_cache(maxsize=64)
