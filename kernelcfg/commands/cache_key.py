@@ -199,8 +199,8 @@ def _cache_root(factors_file: str) -> str | None:
     ``<root>/torch_compile_cache/<key>/rank_R_D/<prefix>/``; ``None`` when laid out
     otherwise."""
     parts = os.path.normpath(factors_file).split(os.sep)
-    if len(parts) >= 6 and parts[-6] == "torch_compile_cache":
-        return os.sep.join(parts[:-6]) or os.sep
+    if len(parts) >= 5 and parts[-5] == "torch_compile_cache":
+        return os.sep.join(parts[:-5]) or os.sep
     return None
 
 

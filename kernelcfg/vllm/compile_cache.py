@@ -89,9 +89,9 @@ class CacheKey:
         """The parts not known (each stops the key from being computed)."""
         known = {
             "env": self.env_factors is not None,
-            "config": self.config_hash is not None,
-            "code": self.code_hash is not None,
-            "compiler": self.compiler_hash is not None,
+            "config": self.config_hash is not None or self.config_factors is not None,
+            "code": self.code_hash is not None or self.code_files is not None,
+            "compiler": self.compiler_hash is not None or self.compiler_factors is not None,
         }
         return [part for part in PARTS if not known[part]]
 
@@ -111,6 +111,8 @@ class CacheKey:
             }
             return digest(tree)[:10]
         listed = [self.env_hash, self.config_hash, self.code_hash, self.compiler_hash]
+        if None in listed:
+            return None
         return hashlib.sha256(str(listed).encode()).hexdigest()[:10]
 
     def with_install(self, cache: CacheKey) -> CacheKey:

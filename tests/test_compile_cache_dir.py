@@ -1,0 +1,129 @@
+"""``resolve --compile-cache DIR`` against a cache folder laid out the way vLLM 0.34.0's
+``VllmBackend.__call__`` writes it, its config factors taken from a launch vector (what
+vLLM itself computed for that launch, the model folder as written swapped for this
+test's): the same launch names that folder and reuses it; a changed flag names another
+folder and the field that moved it. ``cache explain`` and ``diff`` read the same keys."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelcfg.vllm.compile_env import compute
+
+from .cli_helpers import run
+from .conftest import golden
+
+pytestmark = pytest.mark.golden
+
+VECTORS = golden("0.34.0", "compile-cache-launch")
+RECORD = next(
+    r
+    for r in VECTORS["launch_records"]
+    if r["ok"]
+    and (r["model_template"], r["option_set"], r["env_set"], r["target"])
+    == ("llama-3.1-8b", "pp2", "none", "h100")
+)
+CODE = {
+    "files": [
+        {"path": "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/models/llama.py",
+         "hash": "1" * 64},
+        {"path": "<string>"},
+    ]
+}  # fmt: skip
+COMPILER = {"torch_version": "2.14.0+cu130", "triton": "3.9.0", "device": "NVIDIA H100 80GB HBM3"}
+
+
+def _config_factors(model_folder: str) -> dict[str, Any]:
+    """vLLM's factor tree for the vector's launch, for a model at ``model_folder``."""
+    tree: dict[str, Any] = {
+        key: copy.deepcopy(VECTORS["config_factor_tables"][key][ref])
+        for key, ref in RECORD["config_factors_refs"].items()
+    }
+    tree.update(RECORD["config_factors_inline"])
+    assert tree["model"]["model"] == "/models/llama-3.1-8b"  # the only place it is written
+    tree["model"]["model"] = model_folder
+    return tree
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A model folder, a cache root holding one directory for the vector's launch, and
+    that directory's key."""
+    pytest.importorskip("transformers", reason="the model part is transformers' text")
+    model = tmp_path / "llama-3.1-8b"
+    model.mkdir()
+    template = VECTORS["meta"]["model_templates"]["llama-3.1-8b"]["config_json"]
+    (model / "config.json").write_text(json.dumps(template), encoding="utf-8")
+    env = compute("0.34.0", dict(os.environ)).factors
+    tree = {"env": env, "config": _config_factors(str(model)), "code": CODE, "compiler": COMPILER}
+    key = hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
+    folder = tmp_path / "root" / "torch_compile_cache" / key / "rank_0_0" / "backbone"
+    folder.mkdir(parents=True)
+    hashes = {
+        "config_hash": _digest(tree["config"]),
+        "code_hash": _digest(CODE),
+        "compiler_hash": _digest(COMPILER),
+    }
+    written = json.dumps({**tree, **hashes}, indent=2, sort_keys=True)
+    (folder / "cache_key_factors.json").write_text(written, encoding="utf-8")
+    return model, tmp_path / "root", key
+
+
+def _digest(factors: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).hexdigest()
+
+
+def _resolve(model: Path, root: Path, *flags: str) -> dict[str, Any]:
+    out = run(
+        "resolve", "--vllm-version", "0.34.0", "--device", "h100", "--compile-cache", str(root),
+        "--format", "json", "--", "vllm", "serve", str(model), "-pp", "2", *flags,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.stderr
+    found: dict[str, Any] = out.json()["compile_cache"]
+    return found
+
+
+def test_the_same_launch_names_the_cache_and_reuses_it(cache: tuple[Path, Path, str]) -> None:
+    model, root, key = cache
+    found = _resolve(model, root)
+    assert (
+        found["config_hash"]
+        == hashlib.sha256(
+            json.dumps(_config_factors(str(model)), sort_keys=True).encode()
+        ).hexdigest()
+    )
+    assert (found["key"], found["reuses"], found["differences"]) == (key, True, [])
+    assert found["directory"]["jit"] == str(
+        root / "torch_compile_cache" / key / "rank_0_0" / "backbone"
+    )
+    assert found["unknown"] == []
+
+
+def test_a_changed_flag_names_another_directory(cache: tuple[Path, Path, str]) -> None:
+    model, root, key = cache
+    found = _resolve(model, root, "--max-num-seqs", "64")
+    assert found["reuses"] is False
+    assert found["key"] != key
+    moved = [d["what"] for d in found["differences"]]
+    assert "scheduler.max_num_seqs" in moved
+    assert "compilation.cudagraph_capture_sizes" in moved  # the capture sizes follow max_num_seqs
+
+
+def test_cache_explain_reads_the_directory_against_a_launch(cache: tuple[Path, Path, str]) -> None:
+    model, root, _key = cache
+    out = run(
+        "cache", "explain", str(root), f"vllm serve {model} -pp 2 -O1", "--device", "h100",
+        "--vllm-version", "0.34.0", "--format", "json",
+    )  # fmt: skip
+    assert out.exit_code == 1, out.stderr
+    data = out.json()
+    assert data["not_compared"] == ["code", "compiler"]
+    assert {f["part"] for f in data["findings"]} == {"config"}
+    assert any(f["what"].startswith("compilation.") for f in data["findings"])
