@@ -127,3 +127,73 @@ def test_cache_explain_reads_the_directory_against_a_launch(cache: tuple[Path, P
     assert data["not_compared"] == ["code", "compiler"]
     assert {f["part"] for f in data["findings"]} == {"config"}
     assert any(f["what"].startswith("compilation.") for f in data["findings"])
+
+
+def _explain(*words: str) -> tuple[int, dict[str, Any]]:
+    out = run("cache", "explain", *words, "--format", "json")
+    assert out.exit_code in (0, 1), out.stderr
+    data: dict[str, Any] = out.json()
+    return out.exit_code, data
+
+
+def _moved(found: dict[str, Any]) -> list[str]:
+    return sorted({f["what"] for f in found["findings"]})
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "named"),
+    [
+        ("-tp 4", "-tp 8", {"parallel.tensor_parallel_size", "parallel.world_size"}),
+        ("-O1", "-O3", {"compilation.cudagraph_mode"}),
+        ("--env VLLM_USE_DEEP_GEMM=0", "", {"VLLM_USE_DEEP_GEMM"}),
+    ],
+)
+def test_cache_explain_names_what_moved(
+    cache: tuple[Path, Path, str], a: str, b: str, named: set[str]
+) -> None:
+    model, _root, _key = cache
+    serve = f"vllm serve {model}"
+    code, data = _explain(f"{a} {serve}" if a.startswith("--env") else f"{serve} {a}",
+                          f"{serve} {b}", "--device", "h100")  # fmt: skip
+    assert code == 1
+    assert named <= set(_moved(data))
+    parts = {f["part"] for f in data["findings"]}
+    assert parts == ({"env"} if a.startswith("--env") else {"config"})
+
+
+def test_cache_explain_same_launch_same_key(cache: tuple[Path, Path, str]) -> None:
+    model, _root, _key = cache
+    code, data = _explain(
+        f"vllm serve {model} -tp 2", f"vllm serve {model} -tp 2", "--device", "h100"
+    )
+    assert (code, data["same"], data["findings"]) == (0, True, [])
+    assert data["compared"] == ["env", "config"]
+
+
+def test_cache_explain_a_033_cache_against_a_034_launch(
+    cache: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    model, _root, _key = cache
+    old = tmp_path / "old" / "torch_compile_cache" / "0123456789" / "rank_0_0" / "backbone"
+    old.mkdir(parents=True)
+    env = compute("0.33.0", dict(os.environ)).factors
+    written = {
+        "env": env,
+        "config_hash": "c" * 64,
+        "code_hash": "d" * 64,
+        "compiler_hash": "e" * 64,
+    }
+    (old / "cache_key_factors.json").write_text(json.dumps(written), encoding="utf-8")
+    code, data = _explain(str(tmp_path / "old"), f"vllm serve {model}", "--device", "h100")
+    assert code == 1
+    assert data["findings"][0]["part"] == "scheme"
+    assert "0.33 or older vs 0.34.0" in data["findings"][0]["message"]
+
+
+def test_cache_explain_refuses_what_is_neither(tmp_path: Path) -> None:
+    out = run("cache", "explain", str(tmp_path), "-tp 2", "--device", "h100")
+    assert out.exit_code == 2
+    assert "no cache_key_factors.json" in out.stderr
+    one = run("cache", "explain", "-tp 2")
+    assert one.exit_code == 2
+    assert "give two sides" in one.stderr
