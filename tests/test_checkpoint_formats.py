@@ -383,3 +383,20 @@ def test_quantization_flag_that_contradicts_the_checkpoint(tmp_path: Path) -> No
     result = _resolve(_write(tmp_path / "ct", quant), "--device", "h100", "--quantization", "awq")
     assert result.inputs is not None
     assert result.inputs.quant_scheme is None
+
+
+def test_modelopt_kv_cache_scheme_sets_the_cache_dtype(tmp_path: Path) -> None:
+    # nvidia/Llama-3.1-8B-Instruct-FP8: FP8 weights and an FP8 KV cache
+    quant = {**CHECKPOINTS["modelopt-fp8"][0], "kv_cache_quant_algo": "FP8"}
+    result = _resolve(_write(tmp_path / "kv", quant), "--device", "h100")
+    assert result.inputs is not None
+    assert result.inputs.kv_cache_dtype == "fp8_e4m3"
+    assert result.inputs.sources["kv_cache_dtype"].endswith("config.json")
+    given = _resolve(
+        _write(tmp_path / "kv2", quant), "--device", "h100", "--kv-cache-dtype", "fp8_e5m2"
+    )
+    assert given.inputs is not None
+    assert given.inputs.kv_cache_dtype == "fp8_e5m2"
+    plain = _resolve(_write(tmp_path / "kv3", CHECKPOINTS["ct-fp8-static"][0]), "--device", "h100")
+    assert plain.inputs is not None
+    assert plain.inputs.kv_cache_dtype == "auto"

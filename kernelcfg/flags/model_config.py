@@ -349,10 +349,15 @@ def _apply(
 
 def _quantisation(inputs: Inputs, data: dict[str, Any], config_file: str) -> None:
     """The checkpoint's quantisation as vLLM reads it (``vllm.checkpoint``): its method
-    (when ``--quantization`` names none), its scheme (when ``--quant-scheme`` names none)
-    and the kinds of linear layer it builds. ModelOpt 0.29 and older keep the dict in
-    ``hf_quant_config.json`` beside the config (vLLM reads it when config.json has none)."""
-    from kernelcfg.vllm.checkpoint import linear_layers, quantization_config_of
+    (when ``--quantization`` names none), its scheme (when ``--quant-scheme`` names none),
+    the kinds of linear layer it builds, and the KV-cache dtype ``auto`` becomes. ModelOpt
+    0.29 and older keep the dict in ``hf_quant_config.json`` beside the config (vLLM reads
+    it when config.json has none)."""
+    from kernelcfg.vllm.checkpoint import (
+        kv_cache_dtype_of,
+        linear_layers,
+        quantization_config_of,
+    )
 
     quant = quantization_config_of(data)
     if quant is None:
@@ -360,6 +365,10 @@ def _quantisation(inputs: Inputs, data: dict[str, Any], config_file: str) -> Non
         if side is not None:
             inputs.hf_config = data = {**data, "quantization_config": side}
             quant = quantization_config_of(data)
+    kv_cache = kv_cache_dtype_of(quant)
+    if inputs.kv_cache_dtype == "auto" and kv_cache not in (None, "auto"):
+        inputs.kv_cache_dtype = str(kv_cache)
+        inputs.sources["kv_cache_dtype"] = config_file
     user = inputs.quantization
     if quant is not None and user is None and quant.get("quant_method"):
         inputs.quantization = str(quant["quant_method"])

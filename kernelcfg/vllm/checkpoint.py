@@ -27,6 +27,7 @@ from typing import Any
 __all__ = [
     "LinearRead",
     "ct_args",
+    "kv_cache_dtype_of",
     "linear_layers",
     "map_of",
     "modelopt_algo",
@@ -180,6 +181,37 @@ def ct_args(raw: Any) -> dict[str, Any] | None:
     args["strategy"] = str(args["strategy"]).lower()
     args["type"] = str(args["type"]).lower()
     return args
+
+
+def kv_cache_dtype_of(quant: Mapping[str, Any] | None) -> str | None:
+    """``get_kv_cache_quant_algo_string`` (utils/torch_utils.py, 0.29-0.34): a ModelOpt
+    checkpoint's KV-cache scheme as the cache dtype ``--kv-cache-dtype auto`` becomes
+    (``EngineArgs.create_engine_config``: ``resolve_kv_cache_dtype_string``, before the
+    attention backend is chosen); ``auto`` for a scheme vLLM does not know; ``None`` for
+    other methods. ``quant`` as :func:`quantization_config_of` gives it."""
+    if not quant or not str(quant.get("quant_method", "")).startswith("modelopt"):
+        return None
+    inner = quant.get("quantization", quant)
+    algo = (
+        inner.get("kv_cache_scheme")
+        or quant.get("kv_cache_scheme")
+        or inner.get("kv_cache_quant_algo")
+        or quant.get("kv_cache_quant_algo")
+    )
+    if isinstance(algo, Mapping):
+        if (
+            algo.get("dynamic") is False
+            and algo.get("num_bits") == 8
+            and algo.get("type") == "float"
+        ):
+            algo = "fp8"
+        elif algo.get("num_bits") == 4 and algo.get("type") == "float":
+            algo = "nvfp4"
+        else:
+            return "auto"
+    if isinstance(algo, str):
+        return {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}.get(algo.lower(), "auto")
+    return None
 
 
 # ------------------------------------------------------------------ linear layers

@@ -13,11 +13,11 @@ guessed; where vLLM refuses the launch, :class:`ConfigRefusedError` carries its 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from kernelcfg.vllm import compile_graph as graph
+from kernelcfg.vllm.checkpoint import kv_cache_dtype_of
 from kernelcfg.vllm.compile_capture import gpt_oss_hook
 from kernelcfg.vllm.compile_model import ConfigRefusedError, model_facts
 from kernelcfg.vllm.compile_scope import unmodelled
@@ -167,7 +167,7 @@ def cache_config(b: Build) -> None:
     c["block_size"] = given if given is not None else b.const("CacheConfig", "DEFAULT_BLOCK_SIZE")
     dtype = b.options.get("kv_cache_dtype") or "auto"
     if dtype == "auto" and b.model is not None:
-        dtype = _kv_cache_algo(b.model.quant_config) or "auto"
+        dtype = kv_cache_dtype_of(b.model.quant_config) or "auto"
     c["cache_dtype"] = dtype
     if b.model is not None:
         c["sliding_window"] = b.model.sliding_window
@@ -403,31 +403,3 @@ def attention_post_init(b: Build) -> None:
             a["sparse_mla_prefill_workspace_factor"] = (
                 5 if b.model.max_model_len <= 256 * 1024 else 2
             )
-
-
-def _kv_cache_algo(quant: Mapping[str, Any] | None) -> str | None:
-    """``get_kv_cache_quant_algo_string``: a ModelOpt checkpoint's KV-cache scheme as a
-    cache dtype (other methods: none)."""
-    if not quant or not str(quant.get("quant_method", "")).startswith("modelopt"):
-        return None
-    inner = quant.get("quantization", quant)
-    algo = (
-        inner.get("kv_cache_scheme")
-        or quant.get("kv_cache_scheme")
-        or inner.get("kv_cache_quant_algo")
-        or quant.get("kv_cache_quant_algo")
-    )
-    if isinstance(algo, Mapping):
-        if (
-            algo.get("dynamic") is False
-            and algo.get("num_bits") == 8
-            and algo.get("type") == "float"
-        ):
-            algo = "fp8"
-        elif algo.get("num_bits") == 4 and algo.get("type") == "float":
-            algo = "nvfp4"
-        else:
-            return "auto"
-    if isinstance(algo, str):
-        return {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}.get(algo.lower(), "auto")
-    return None
