@@ -25,13 +25,7 @@ RELEASES = ("0.33.0", "0.34.0")
 DATA = {version: golden(version, "constraints") for version in RELEASES}
 CASES = [(version, case) for version in RELEASES for case in DATA[version]["cases"]]
 
-KNOWN_GAPS = {
-    ("0.34.0", "h100", "linear_backend", "exllama", "w4a8_fp8"): (
-        "0.34.0 raises at model load when an explicit mixed-precision linear kernel cannot "
-        "implement the scheme (ExllamaLinearKernel: float16 activations only); kernelcfg "
-        "still takes an unserved scheme as a fallback, as 0.33.0 does"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str, str, str, str], str] = {}
 """Cases kernelcfg does not yet get right, each with why (strict: fixing one fails the
 test until it is taken off this list)."""
 

@@ -506,9 +506,9 @@ class _Walk:
             self.fallback.append(scheme)
             return
         if merged.get("refused"):
-            self.failures.append(
-                (scheme, _Outcome(False, f"'{value}' is refused for {scheme} layers"))
-            )
+            said = merged["refused"]
+            reason = said if isinstance(said, str) else f"'{value}' is refused for {scheme} layers"
+            self.failures.append((scheme, _Outcome(False, reason)))
             return
         outcome = _device(merged, value, self.ctx.target)
         if outcome.unknown:
