@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
+from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.vllm.compile_cache import (
@@ -49,6 +50,11 @@ SCHEME_SINCE_FACTORS = "0.34.0"
 tree) rather than a list of four hashes."""
 
 
+_ENV: Answers[tuple[Any, ...], Any] = Answers(256, text=LARGE)
+"""The env factors per release, platform and environment already worked out in this
+process (a batch's lines mostly share one environment)."""
+
+
 def key_scheme(version: str) -> str:
     """How release ``version`` builds the key: ``factors`` or ``hashes``."""
     from kernelcfg.vllm.releases import version_key
@@ -72,8 +78,12 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
 
     version = result.release.version
     notes: dict[str, Any] = {"unknown": []}
+    engine = _environ(result, environ)
+    question = (version, result.target.kind, tuple(sorted(engine.items())))
     try:
-        env = compute(version, _environ(result, environ), EnvInputs(platform=result.target.kind))
+        env = _ENV.get(
+            question, lambda: compute(version, engine, EnvInputs(platform=result.target.kind))
+        )
     except KernelcfgError as exc:  # a release without env-factor data
         notes["unknown"].append(f"env: {exc.message}")
         return CacheKey(key_scheme(version), version=version), notes

@@ -19,7 +19,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from kernelcfg.base import text_cache
@@ -336,6 +336,7 @@ def hf_text(
     return HfText(text, tf.__version__, why)
 
 
+@cache
 def _transformers_version() -> str | None:
     """The installed transformers' version, read without importing it (importing it
     takes seconds where torch is installed: it imports torch)."""

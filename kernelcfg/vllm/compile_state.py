@@ -67,6 +67,20 @@ class Launch:
     """The resolved kernel config (its IR-op priority feeds the fusion passes)."""
 
 
+_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {}
+"""Each release's config-class defaults (a template: copied, never changed)."""
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a defaults template: new dicts and lists, the same leaves (``UNSET``
+    stays itself, which ``copy.deepcopy`` would not keep)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
+
+
 class Build:
     """One launch's config, as vLLM builds it: field values per config class."""
 
@@ -88,9 +102,7 @@ class Build:
         """The resolved kernel config."""
         self.unknown: dict[str, str] = {}
         """The parts no rule can derive here: ``VllmConfig`` attribute to the reason."""
-        self.values: dict[str, dict[str, Any]] = {
-            name: self._defaults(name) for name in self.data["configs"]
-        }
+        self.values: dict[str, dict[str, Any]] = _fresh(self._all_defaults())
         """Each config class's field values (normalised, nested configs as dicts)."""
         self.model: ModelFacts | None = None
         """The model facts, once read."""
@@ -103,6 +115,15 @@ class Build:
         assumes a current server CPU, as the reference vectors' host had)."""
 
     # ------------------------------------------------------------------ data
+
+    def _all_defaults(self) -> dict[str, dict[str, Any]]:
+        """Every config class's defaults, worked out once per release (a batch builds
+        one config a line: working them out each time was a fifth of a line's cost)."""
+        version = str(self.data.get("vllm_version"))
+        found = _DEFAULTS.get(version)
+        if found is None:
+            found = _DEFAULTS[version] = {n: self._defaults(n) for n in self.data["configs"]}
+        return found
 
     def _defaults(self, name: str) -> dict[str, Any]:
         """A config class's release defaults (nested config classes as their own values)."""
