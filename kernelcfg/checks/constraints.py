@@ -493,6 +493,10 @@ class _Walk:
 
     def _one(self, scheme: str, *, single: bool) -> None:
         value, served = self.value, self.served
+        refuses = self.rule.get("refuses", {}).get(scheme)
+        if refuses:  # a layer type the value's kernels are tried on and cannot implement
+            self.failures.append((scheme, _Outcome(False, str(refuses))))
+            return
         if served is not None and scheme and scheme not in served:
             reason = f"'{value}' serves {', '.join(served)}; not {scheme}"
             self.failures.append((scheme, _Outcome(False, reason, platform=self.linear)))
@@ -506,9 +510,9 @@ class _Walk:
             self.fallback.append(scheme)
             return
         if merged.get("refused"):
-            said = merged["refused"]
-            reason = said if isinstance(said, str) else f"'{value}' is refused for {scheme} layers"
-            self.failures.append((scheme, _Outcome(False, reason)))
+            self.failures.append(
+                (scheme, _Outcome(False, f"'{value}' is refused for {scheme} layers"))
+            )
             return
         outcome = _device(merged, value, self.ctx.target)
         if outcome.unknown:

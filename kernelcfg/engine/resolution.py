@@ -324,7 +324,7 @@ def _platform_defaults(
                 "moe_backend",
                 f"moe_backend={config['moe_backend']!r} is only for DeepSeek-V4 models; "
                 "the model's architectures are unknown, so this could not be checked "
-                "(give --architecture or --hf-config-path)",
+                "(give --architecture or --hf-config-path, or --download for a hub id)",
             )
         )
     lists = config.get("ir_op_priority", {})

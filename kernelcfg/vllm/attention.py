@@ -827,7 +827,7 @@ def _depends(found: Check) -> str:
         word = next((w for key, w in _UNKNOWN_WORDS if key in reason), "config.json")
         if word not in words:
             words.append(word)
-    fix = "give its config.json (a local model folder, --hf-config-path)"
+    fix = "give its config.json (a local model folder, --hf-config-path, --download)"
     return (
         f"{found.backend} depends on the model's {', '.join(words)}; "
         + fix

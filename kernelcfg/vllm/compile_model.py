@@ -359,8 +359,9 @@ def _loaded(tf: Any, key: str) -> tuple[str | None, str | None]:
             json.dump(hf, fh, indent=2)
         try:
             config = tf.AutoConfig.from_pretrained(folder, trust_remote_code=False)
-        except (ValueError, KeyError, OSError, TypeError) as exc:
-            return None, f"transformers cannot load it ({exc})"
+        except Exception as exc:  # transformers checks each value with its own error types
+            said = " ".join(str(exc).split())[:300]
+            return None, f"transformers cannot load it ({type(exc).__name__}: {said})"
     if quant is not None:
         config.quantization_config = quant
     return config.to_json_string(), None
