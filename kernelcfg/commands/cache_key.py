@@ -23,6 +23,7 @@ from kernelcfg.vllm.compile_cache import (
     directory,
     read_factors_file,
 )
+from kernelcfg.vllm.inputs import Inputs
 
 __all__ = ["compile_cache_of", "finding_data", "key_scheme", "launch_key", "refusal_of"]
 
@@ -73,7 +74,7 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     the way: ``config_parts`` (each sub-config's hash), ``unknown`` (parts or factors not
     computable here, with why), ``refused`` (vLLM's refusal while building its config),
     ``transformers`` (the version that wrote the model's text)."""
-    from kernelcfg.vllm.compile_config import ConfigRefusal, compile_config
+    from kernelcfg.vllm.compile_config import ConfigRefusal
     from kernelcfg.vllm.compile_env import EnvInputs, compute
 
     version = result.release.version
@@ -98,16 +99,8 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     stand_in = inputs.hf_config is None or overridden
     if stand_in:
         inputs = replace(inputs, hf_config=STAND_IN, model=inputs.model or "stand-in")
-    attention = result.attention.config if result.attention is not None else None
     try:
-        found = compile_config(
-            result.release,
-            result.target,
-            inputs,
-            kernel_config=result.kernel_config,
-            attention_config=attention,
-            use_transformers=not stand_in,
-        )
+        found = _config(result, inputs, use_transformers=not stand_in)
     except KernelcfgError as exc:  # a release without config-factor data
         notes["unknown"].append(f"config: {exc.message}")
         return key, notes
@@ -138,25 +131,32 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     return key, notes
 
 
+def _config(result: Resolution, inputs: Inputs, *, use_transformers: bool) -> Any:
+    """The config part of ``result``'s launch read from ``inputs`` (``CompileConfig`` or
+    ``ConfigRefusal``); raises where the release has no config-factor data."""
+    from kernelcfg.vllm.compile_config import compile_config
+
+    return compile_config(
+        result.release,
+        result.target,
+        inputs,
+        kernel_config=result.kernel_config,
+        attention_config=result.attention.config if result.attention is not None else None,
+        use_transformers=use_transformers,
+    )
+
+
 def refusal_of(result: Resolution) -> dict[str, str] | None:
     """vLLM's refusal of the launch while building its config (``kind``, ``message``),
     where the model's config.json is known and kernelcfg's ``--architecture`` does not
     override it; ``None`` where vLLM builds it (or the release has no config data)."""
-    from kernelcfg.vllm.compile_config import ConfigRefusal, compile_config
+    from kernelcfg.vllm.compile_config import ConfigRefusal
 
     inputs = result.inputs
     if inputs is None or inputs.hf_config is None or inputs.sources.get("architectures") == "flag":
         return None
-    attention = result.attention.config if result.attention is not None else None
     try:
-        found = compile_config(
-            result.release,
-            result.target,
-            inputs,
-            kernel_config=result.kernel_config,
-            attention_config=attention,
-            use_transformers=False,
-        )
+        found = _config(result, inputs, use_transformers=False)
     except KernelcfgError:
         return None
     if isinstance(found, ConfigRefusal):
