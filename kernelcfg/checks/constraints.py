@@ -491,15 +491,23 @@ class _Walk:
             self._one(scheme, single=len(candidates) == 1)
         self.unknowns = list(dict.fromkeys(self.unknowns))
 
-    def _one(self, scheme: str, *, single: bool) -> None:
-        value, served = self.value, self.served
+    def _not_served(self, scheme: str) -> _Outcome | None:
+        """Why ``scheme`` is not the value's: its kernels are tried on such layers and
+        refuse them (``refuses``), or it serves other schemes only."""
         refuses = self.rule.get("refuses", {}).get(scheme)
-        if refuses:  # a layer type the value's kernels are tried on and cannot implement
-            self.failures.append((scheme, _Outcome(False, str(refuses))))
-            return
+        if refuses:
+            return _Outcome(False, str(refuses))
+        served = self.served
         if served is not None and scheme and scheme not in served:
-            reason = f"'{value}' serves {', '.join(served)}; not {scheme}"
-            self.failures.append((scheme, _Outcome(False, reason, platform=self.linear)))
+            reason = f"'{self.value}' serves {', '.join(served)}; not {scheme}"
+            return _Outcome(False, reason, platform=self.linear)
+        return None
+
+    def _one(self, scheme: str, *, single: bool) -> None:
+        value = self.value
+        refused = self._not_served(scheme)
+        if refused is not None:
+            self.failures.append((scheme, refused))
             return
         merged = _scheme_rule(self.rule, scheme, self.ctx.version) if scheme else self.rule
         if merged.get("absent"):
