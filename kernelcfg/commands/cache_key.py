@@ -46,21 +46,18 @@ STAND_IN: dict[str, Any] = {
 model when none is known: two launches of the same unknown model are compared field by
 field through it; no hash is given for it."""
 
-SCHEME_SINCE_FACTORS = "0.34.0"
-"""The first release whose key is built from the factor dicts (``hash_factors`` of the
-tree) rather than a list of four hashes."""
-
-
 _ENV: Answers[tuple[Any, ...], Any] = Answers(256, text=LARGE)
 """The env factors per release, platform and environment already worked out in this
 process (a batch's lines mostly share one environment)."""
 
 
 def key_scheme(version: str) -> str:
-    """How release ``version`` builds the key: ``factors`` or ``hashes``."""
-    from kernelcfg.vllm.releases import version_key
+    """How release ``version`` builds the key: ``factors`` (the factor dicts themselves,
+    in the releases whose configs hash ``compile_factors()``: ``hash_config``) or
+    ``hashes`` (a list of four hashes, with ``compute_hash()``)."""
+    from kernelcfg.vllm.releases import load
 
-    return "factors" if version_key(version) >= version_key(SCHEME_SINCE_FACTORS) else "hashes"
+    return "factors" if load(version).hash_scheme == "hash_config" else "hashes"
 
 
 def _environ(result: Resolution, environ: Mapping[str, str]) -> dict[str, str]:
