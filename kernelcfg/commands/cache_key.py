@@ -92,7 +92,7 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     if result.inputs is None:
         return key, notes
     inputs = result.inputs
-    overridden = inputs.hf_config is not None and inputs.sources.get("architectures") == "flag"
+    overridden = inputs.hf_config is not None and _overridden(inputs)
     stand_in = inputs.hf_config is None or overridden
     if stand_in:
         inputs = replace(inputs, hf_config=STAND_IN, model=inputs.model or "stand-in")
@@ -128,6 +128,12 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     return key, notes
 
 
+def _overridden(inputs: Inputs) -> bool:
+    """Whether kernelcfg's ``--architecture`` stands in for the config.json's own: the
+    file then does not describe the launch, and its config part is not worked out."""
+    return inputs.sources.get("architectures") == "flag"
+
+
 def _config(result: Resolution, inputs: Inputs, *, use_transformers: bool) -> Any:
     """The config part of ``result``'s launch read from ``inputs`` (``CompileConfig`` or
     ``ConfigRefusal``); raises where the release has no config-factor data."""
@@ -150,7 +156,7 @@ def refusal_of(result: Resolution) -> dict[str, str] | None:
     from kernelcfg.vllm.compile_config import ConfigRefusal
 
     inputs = result.inputs
-    if inputs is None or inputs.hf_config is None or inputs.sources.get("architectures") == "flag":
+    if inputs is None or inputs.hf_config is None or _overridden(inputs):
         return None
     try:
         found = _config(result, inputs, use_transformers=False)

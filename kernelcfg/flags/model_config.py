@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -253,12 +253,15 @@ Loaded = tuple[dict[str, Any], tuple[Problem, ...]]
 warnings for what was ignored or cut."""
 
 
-def _load(config_file: str, info: os.stat_result) -> tuple[Loaded, tuple[str, int, int, int]]:
+def _load(
+    config_file: str, info: os.stat_result, parse: Callable[[str], Loaded] | None = None
+) -> tuple[Loaded, tuple[str, int, int, int]]:
     """The parsed file and its identity (from ``info``, the ``stat`` its finder took),
     read once per process while it is unchanged (a batch names the same model line after
-    line: ``make bench`` measured reading it as a fifth of a resolve with a model)."""
+    line: ``make bench`` measured reading it as a fifth of a resolve with a model).
+    ``parse`` reads it (default: as a model's config.json)."""
     key = (config_file, info.st_ino, info.st_size, info.st_mtime_ns)
-    return _LOADED.get(key, lambda: _parse(config_file)), key
+    return _LOADED.get(key, lambda: (parse or _parse)(config_file)), key
 
 
 _LOADED: Answers[tuple[str, int, int, int], Loaded] = Answers(64, text=LARGE)
@@ -401,17 +404,13 @@ def _side_quant_config(config_file: str) -> dict[str, Any] | None:
     info = bounded.file_stat(side)[0]
     if info is None:
         return None
-    (data, _warnings), _key = _load_side(side, info)
-    return data
-
-
-def _load_side(path: str, info: os.stat_result) -> tuple[Loaded, tuple[str, int, int, int]]:
-    """A side file read once per identity, its facts typed as a ``quantization_config``."""
-    key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
-    return _LOADED.get(key, lambda: _parse_side(path)), key
+    (data, _warnings), _key = _load(side, info, _parse_side)
+    return data or None
 
 
 def _parse_side(path: str) -> Loaded:
+    """``hf_quant_config.json``, its facts typed as a ``quantization_config`` (``{}``
+    when it holds no JSON mapping)."""
     data = bounded.loads_json(bounded.read_text(path, "hf_quant_config.json"), bounded.shown(path))
     if not isinstance(data, dict):
         return {}, ()

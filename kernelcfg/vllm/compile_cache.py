@@ -307,26 +307,26 @@ def _config_findings(a: CacheKey, b: CacheKey) -> list[Finding]:
     ]
     if parts:
         return [Finding("config", name, message=f"config {name} differs") for name in parts]
-    if a.config_hash and b.config_hash and a.config_hash != b.config_hash:
-        return [
-            Finding(
-                "config",
-                "config_hash",
-                a.config_hash,
-                b.config_hash,
-                "the config hash differs (0.33 caches keep only its hash: compare the "
-                "launches to see which field)",
-            )
-        ]
+    return _hash_findings(
+        "config",
+        a.config_hash,
+        b.config_hash,
+        "the config hash differs (0.33 caches keep only its hash: compare the launches "
+        "to see which field)",
+    )
+
+
+def _hash_findings(part: str, a: str | None, b: str | None, message: str) -> list[Finding]:
+    """One finding when both sides know only a part's hash and the hashes differ."""
+    if a and b and a != b:
+        return [Finding(part, f"{part}_hash", a, b, message)]
     return []
 
 
 def _code_findings(a: CacheKey, b: CacheKey) -> list[Finding]:
     if a.code_files is not None and b.code_files is not None:
         return _file_findings(a.code_files, b.code_files)
-    if a.code_hash and b.code_hash and a.code_hash != b.code_hash:
-        return [Finding("code", "code_hash", a.code_hash, b.code_hash, "the traced code differs")]
-    return []
+    return _hash_findings("code", a.code_hash, b.code_hash, "the traced code differs")
 
 
 def _file_findings(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[Finding]:
@@ -368,14 +368,9 @@ def _moved(ha: Mapping[str, Any], hb: Mapping[str, Any]) -> tuple[str, str] | No
 def _compiler_findings(a: CacheKey, b: CacheKey) -> list[Finding]:
     if a.compiler_factors is not None and b.compiler_factors is not None:
         return _dict_findings("compiler", a.compiler_factors, b.compiler_factors)
-    if a.compiler_hash and b.compiler_hash and a.compiler_hash != b.compiler_hash:
-        return [
-            Finding(
-                "compiler",
-                "compiler_hash",
-                a.compiler_hash,
-                b.compiler_hash,
-                "the compiler part differs (torch, triton, CUDA/ROCm build or GPU)",
-            )
-        ]
-    return []
+    return _hash_findings(
+        "compiler",
+        a.compiler_hash,
+        b.compiler_hash,
+        "the compiler part differs (torch, triton, CUDA/ROCm build or GPU)",
+    )
