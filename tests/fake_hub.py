@@ -1,20 +1,19 @@
 """A Hugging Face Hub stand-in on 127.0.0.1, so that no test reaches the real Hub.
 
-It answers what ``huggingface_hub.hf_hub_download`` asks (``file_download.py``): a
-``HEAD``, then a ``GET``, of ``{endpoint}/{org}/{name}/resolve/{revision}/{file}``, with
-the headers it needs — ``X-Repo-Commit`` (the commit the revision names), ``ETag`` (the
-blob's name in the cache) and ``Content-Length`` (checked against what arrives) — and
-refuses as the Hub does, with the ``X-Error-Code`` that ``utils/_http.py``
-``hf_raise_for_status`` turns into its errors: ``GatedRepo`` (401 without an accepted
-token), ``RepoNotFound``, ``RevisionNotFound`` and ``EntryNotFound`` (404). Every request
-is counted.
+It answers a ``GET`` (or ``HEAD``) of ``{endpoint}/{org}/{name}/resolve/{revision}/{file}``
+as the Hub does, with the headers a client reads — ``X-Repo-Commit`` (the commit the
+revision names), ``ETag`` (the blob's name in the cache) and ``Content-Length`` — and
+refuses as the Hub does, with the ``X-Error-Code`` the Hub's clients read: ``GatedRepo``
+(401 without an accepted token), ``RepoNotFound``, ``RevisionNotFound`` and
+``EntryNotFound`` (404). Every request is counted. A test may replace ``answer`` to play
+a hostile server: a body may then be an iterable of chunks (endless, or slow).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,7 +49,9 @@ class FakeHub:
     url: str = ""
     """Where it listens (``http://127.0.0.1:PORT``): the tests' ``HF_ENDPOINT``."""
 
-    def answer(self, method: str, path: str, auth: str | None) -> tuple[int, dict[str, str], bytes]:
+    def answer(
+        self, method: str, path: str, auth: str | None
+    ) -> tuple[int, dict[str, str], bytes | Iterable[bytes]]:
         """Status, headers and body for one request."""
         self.requests.append((method, path, auth))
         parts = path.split("/", 5)
@@ -102,12 +103,20 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self.command, self.path, self.headers.get("Authorization")
             )
             self.send_response(status)
-            headers.setdefault("Content-Length", str(len(body)))
+            if isinstance(body, bytes):
+                headers.setdefault("Content-Length", str(len(body)))
             for key, value in headers.items():
                 self.send_header(key, value)
             self.end_headers()
-            if send_body:
-                self.wfile.write(body)
+            if not send_body:
+                return
+            chunks = [body] if isinstance(body, bytes) else body
+            try:
+                for chunk in chunks:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except OSError:  # the client hung up: what a cut-off download does
+                return
 
         def log_message(self, format: str, *args: object) -> None:
             """Say nothing: the requests are counted instead."""

@@ -253,21 +253,30 @@ def test_model_read_from_the_hugging_face_cache(tmp_path: Path) -> None:
     assert "KERNELCFG_MODEL_SOURCE='Hugging Face cache'" in env.stdout
 
 
-def test_a_batch_lines_environment_names_the_hugging_face_cache(tmp_path: Path) -> None:
-    """A line's own ``env`` (``--env HF_HUB_CACHE=…``) says where its model is cached,
-    as the process environment and the run's ``--env`` do."""
-    snap = tmp_path / "hub" / "models--org--m" / "snapshots" / "abc"
-    snap.mkdir(parents=True)
-    (snap / "config.json").write_text(json.dumps({"architectures": ["Qwen3MoeForCausalLM"]}))
+def test_a_batch_lines_environment_never_names_the_hugging_face_cache(tmp_path: Path) -> None:
+    """A line's own ``env`` (``--env HF_HUB_CACHE=…``) is vLLM's container's: the cache
+    kernelcfg reads is the caller's (this process's environment) alone."""
+    for cache, arch in (("theirs", "Qwen3MoeForCausalLM"), ("ours", "LlamaForCausalLM")):
+        snap = tmp_path / cache / "models--org--m" / "snapshots" / "abc"
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text(json.dumps({"architectures": [arch]}))
+    theirs = f"HF_HUB_CACHE={tmp_path / 'theirs'}"
     lines = [
-        {"env": [f"HF_HUB_CACHE={tmp_path / 'hub'}"], "argv": ["vllm", "serve", "org/m"]},
+        {"env": [theirs], "argv": ["vllm", "serve", "org/m"]},
         {"argv": ["vllm", "serve", "org/m"]},
-        {"argv": ["--env", f"HF_HUB_CACHE={tmp_path / 'hub'}", "vllm", "serve", "org/m"]},
+        {"argv": ["--env", theirs, "vllm", "serve", "org/m"]},
     ]
     (tmp_path / "lines.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
-    done = run("resolve", "--device", "h100", "--batch", str(tmp_path / "lines.jsonl"))
+    done = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--batch",
+        str(tmp_path / "lines.jsonl"),
+        env={"HF_HUB_CACHE": str(tmp_path / "ours")},
+    )
     found = [json.loads(out)["model"]["architectures"] for out in done.stdout.splitlines()]
-    assert found == [["Qwen3MoeForCausalLM"], None, ["Qwen3MoeForCausalLM"]]
+    assert found == [["LlamaForCausalLM"]] * 3
 
 
 _JSON_ON_H100 = ("resolve", "--device", "h100", "--format", "json")

@@ -45,10 +45,10 @@ def fetch(
     it holds no quantization_config, the hf_quant_config.json and
     quantization_config.json vLLM reads then; never weights (a few kilobytes a model).
     They go where huggingface_hub and vLLM keep them (HF_HUB_CACHE, else HF_HOME/hub,
-    else ~/.cache/huggingface/hub); HF_TOKEN opens a gated repository, HF_ENDPOINT
-    names a mirror, HF_HUB_OFFLINE=1 only looks in the cache. Prints the cached
-    config.json of each model, one line each. Needs huggingface_hub, kernelcfg's hub
-    extra.
+    else ~/.cache/huggingface/hub); HF_TOKEN (else the stored login) opens a gated
+    repository, HF_ENDPOINT names a mirror, HF_HUB_OFFLINE=1 only looks in the cache.
+    Each file has 10 s to connect and 30 s in all, and is refused past 16 MiB. Prints
+    the cached config.json of each model, one line each.
     """
     from kernelcfg.commands.fetch import fetch_all
 

@@ -50,7 +50,8 @@ The target and context, among the flags:
   --hf-config-path PATH  a local model folder or config.json
   --download             fetch a hub id's config.json (org/name, not in
                          the local Hugging Face cache) from the Hub; or
-                         KERNELCFG_DOWNLOAD=1; needs kernelcfg's hub extra
+                         KERNELCFG_DOWNLOAD=1; 10 s to connect, 30 s and
+                         16 MiB a file at most
   --install KIND         pip (default), image, minimal or all: what is
                          installed beside vLLM (decides some picks)
   --env KEY=VALUE        a variable the engine would see (repeatable);

@@ -12,7 +12,12 @@ from kernelcfg.base.bounded import shown
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.cache_key import finding_data, launch_key
 from kernelcfg.commands.pipeline import Failure, Request, resolve_args
-from kernelcfg.vllm.compile_cache import CacheKey, differences, read_factors_file
+from kernelcfg.vllm.compile_cache import (
+    FACTORS_FILE,
+    CacheKey,
+    differences,
+    read_factors_file,
+)
 
 __all__ = ["explain", "load_side"]
 
@@ -23,6 +28,12 @@ def load_side(spec: str, common: Sequence[str], request: Request) -> tuple[Cache
     if os.path.exists(spec):
         found = read_factors_file(spec)
         return found, found.source
+    if _looks_like_path(spec):
+        raise ArgumentError(
+            f"{shown(spec)}: no such cache folder or {FACTORS_FILE} (a launch is flags or a "
+            "quoted `vllm serve` line)",
+            field="cache",
+        )
     try:
         words = shlex.split(spec)
     except ValueError as exc:
@@ -42,6 +53,14 @@ def load_side(spec: str, common: Sequence[str], request: Request) -> tuple[Cache
             f"({notes['refused']['kind']}: {notes['refused']['message']})"
         )
     return key, f"launch {spec}"
+
+
+def _looks_like_path(spec: str) -> bool:
+    """Whether a side is written as a path (one word, a folder or a ``.json`` file),
+    not as a launch."""
+    if not spec or spec.startswith("-") or any(char.isspace() for char in spec):
+        return False
+    return spec.startswith(("/", "./", "../", "~")) or spec.endswith((".json", "/"))
 
 
 def explain(a: tuple[CacheKey, str], b: tuple[CacheKey, str]) -> dict[str, Any]:

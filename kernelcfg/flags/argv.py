@@ -653,11 +653,9 @@ def parse(
     else:
         given = _read_again(release, tokens, inputs.notes)
     _apply_all(release, inputs, given)
-    env = {**inputs.env, **ctx.env} if ctx.env else inputs.env  # the line's --env wins
     model_config.read(
         inputs,
         given.get("hf_config_path"),
-        env=env,
         revision=given.get("revision"),
         download=ctx.download,
     )

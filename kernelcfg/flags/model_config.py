@@ -5,16 +5,17 @@ MODEL is one), MODEL when it is a local folder, and — for a hub id (``org/name
 local Hugging Face cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
 ``~/.cache/huggingface/hub``), at the snapshot vLLM's ``--revision`` names (else the one
 ``refs/main`` names, else the newest); with ``--download``, a hub id not in the cache is
-fetched into it (:mod:`kernelcfg.flags.hub`). It fills the inputs' architectures,
-quantisation method and scheme, keeps the whole file (attention reads its shape), and
-says where they came from.
+fetched into it (:mod:`kernelcfg.flags.hub`). The cache folder is the caller's: this
+process's environment names it, never a launch's own (``--env``, a scanned file's
+``ENV``), which describes vLLM's container, not the machine kernelcfg runs on. It fills
+the inputs' architectures, quantisation method and scheme, keeps the whole file
+(attention reads its shape), and says where they came from.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections import ChainMap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,6 @@ CODES = frozenset(
 def read(
     inputs: Inputs,
     hf_config_path: str | None,
-    env: Mapping[str, str],
     *,
     revision: str | None = None,
     download: bool = False,
@@ -55,7 +55,7 @@ def read(
             _apply(inputs, *_load(config_file, info), config_file, source)
             return
         given = source == "--hf-config-path"
-        if _from_hub_id(inputs, candidate, env, revision, download=download):
+        if _from_hub_id(inputs, candidate, revision, download=download):
             return
         if _note_not_local(inputs, candidate, given=given, revision=revision):
             return  # a hub id as --hf-config-path: vLLM reads no config from MODEL
@@ -95,18 +95,15 @@ def _home_path(path: str, variable: str) -> Path | str:
     return f"{variable} {bounded.shown(path)} starts with {bounded.shown(user)} ({where})"
 
 
-def _from_hub_id(
-    inputs: Inputs, model: str, env: Mapping[str, str], revision: str | None, *, download: bool
-) -> bool:
-    """Read ``org/name``'s config.json from the local cache, else (``download``) fetch it
-    into the cache; ``False`` when it is neither there nor fetched, ``True`` when it was
-    read or what is there is reported broken."""
+def _from_hub_id(inputs: Inputs, model: str, revision: str | None, *, download: bool) -> bool:
+    """Read ``org/name``'s config.json from the caller's cache, else (``download``) fetch
+    it into that cache; ``False`` when it is neither there nor fetched, ``True`` when it
+    was read or what is there is reported broken."""
     from kernelcfg.flags import hub  # the module that fetches: only for a hub id
 
     if not hub.is_hub_id(model):
         return False
-    environ = ChainMap(dict(env), os.environ)
-    cache = hub_cache(environ)
+    cache = hub_cache(os.environ)
     if isinstance(cache, str):
         inputs.notes.append(
             Problem(
@@ -122,17 +119,15 @@ def _from_hub_id(
         return True
     if not download:
         return False
-    config_file = hub.fetch(model, revision=revision, environ=environ, cache=cache)
-    info, problem = bounded.file_stat(config_file)
-    if info is None:
-        raise ArgumentError(
-            f"the config.json of {bounded.shown(model)} was fetched to "
-            f"{bounded.shown(config_file)}, which cannot be read: {problem}",
-            field="model",
-            code=hub.CODE,
-        )
-    _apply(inputs, *_load(config_file, info), config_file, "Hugging Face cache")
-    return True
+    config_file = hub.fetch(model, revision=revision, environ=os.environ, cache=cache)
+    if _from_cache(inputs, model, cache, revision, guess=False):  # through the same guard
+        return True
+    raise ArgumentError(
+        f"the config.json of {bounded.shown(model)} was fetched to "
+        f"{bounded.shown(config_file)}, which cannot be read back",
+        field="model",
+        code=hub.CODE,
+    )
 
 
 def _from_cache(
@@ -364,7 +359,8 @@ def _quantisation(inputs: Inputs, data: dict[str, Any], config_file: str) -> Non
 
     quant = quantization_config_of(data)
     if quant is None:
-        side = _side_quant_config(config_file)
+        side, warnings = _side_quant_config(config_file)
+        inputs.notes.extend(warnings)
         if side is not None:
             inputs.hf_config = data = {**data, "quantization_config": side}
             quant = quantization_config_of(data)
@@ -397,15 +393,18 @@ def _checkpoint_dtype(data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _side_quant_config(config_file: str) -> dict[str, Any] | None:
-    """``hf_quant_config.json`` beside ``config_file``, typed as a quantisation config;
-    ``None`` when there is none (or it is not a JSON mapping)."""
+def _side_quant_config(
+    config_file: str,
+) -> tuple[dict[str, Any] | None, tuple[Problem, ...]]:
+    """``hf_quant_config.json`` beside ``config_file``, typed as a quantisation config
+    (``None`` when there is none, or it is not a JSON mapping), and the warnings for
+    what was ignored in it."""
     side = os.path.join(os.path.dirname(config_file), "hf_quant_config.json")
     info = bounded.file_stat(side)[0]
     if info is None:
-        return None
-    (data, _warnings), _key = _load(side, info, _parse_side)
-    return data or None
+        return None, ()
+    (data, warnings), _key = _load(side, info, _parse_side)
+    return (data or None), warnings
 
 
 def _parse_side(path: str) -> Loaded:

@@ -132,7 +132,7 @@ PRESETS: dict[str, Target] = {
 }
 """Named devices with their real compute capability or gfx architecture."""
 
-_CAPABILITY = re.compile(r"\d{1,2}\.\d")
+_CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}")
 
 
@@ -229,11 +229,26 @@ def resolve_target(
     env_cap = env.get("KERNELCFG_CAPABILITY")
     env_gfx = env.get("KERNELCFG_GFX_ARCH")
     if env_device or env_kind or env_cap or env_gfx:
-        found = _from_flags(env_device or None, env_kind, env_cap, env_gfx)
+        try:
+            found = _from_flags(env_device or None, env_kind, env_cap, env_gfx)
+        except ArgumentError as exc:
+            named = [name for name in _VARIABLES if env.get(name)]
+            raise ArgumentError(
+                f"{exc.message} (set by {', '.join(named)} in the environment)", field=exc.field
+            ) from None
         return replace(found, source="environment")
     if allow_detection:
         return detect()
     return Target("cpu", "cpu", source="fallback", note="detection was not allowed")
+
+
+_VARIABLES = (
+    "KERNELCFG_DEVICE",
+    "KERNELCFG_PLATFORM",
+    "KERNELCFG_CAPABILITY",
+    "KERNELCFG_GFX_ARCH",
+)
+"""The variables that stand for the target flags."""
 
 
 @cache

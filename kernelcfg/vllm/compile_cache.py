@@ -19,6 +19,7 @@ from a cache's file; :func:`differences` names what separates two keys, part by 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -265,11 +266,17 @@ def _dict_findings(part: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> lis
     """Dotted paths whose values differ between two factor trees."""
     found: list[Finding] = []
     for path, va, vb in _leaves_differing(a, b, ""):
-        found.append(Finding(part, path, va, vb, f"{part} {path}: {_shown(va)} vs {_shown(vb)}"))
+        message = f"{part} {path}: {_shown(va)} vs {_shown(vb)}"
+        found.append(Finding(part, path, _value(va), _value(vb), message))
     return found
 
 
 _ABSENT = object()
+"""A factor one side lacks (its ``Finding`` value is ``None``)."""
+
+
+def _value(value: Any) -> Any:
+    return None if value is _ABSENT else value
 
 
 def _leaves_differing(a: Any, b: Any, prefix: str) -> Iterator[tuple[str, Any, Any]]:
@@ -279,12 +286,16 @@ def _leaves_differing(a: Any, b: Any, prefix: str) -> Iterator[tuple[str, Any, A
             yield from _leaves_differing(a.get(name, _ABSENT), b.get(name, _ABSENT), path)
         return
     if a != b:
-        yield prefix, None if a is _ABSENT else a, None if b is _ABSENT else b
+        yield prefix, a, b
 
 
 def _shown(value: Any) -> str:
-    if value is None:
+    """A factor's value in a message: ``absent`` where one side lacks it, JSON's
+    ``null`` where it holds ``None``."""
+    if value is _ABSENT:
         return "absent"
+    if value is None:
+        return "null"
     return bounded.cut(repr(value), 80)
 
 
@@ -331,8 +342,8 @@ def _code_findings(a: CacheKey, b: CacheKey) -> list[Finding]:
 
 def _file_findings(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[Finding]:
     """Traced files added, removed or changed; a whole install moved is one finding."""
-    ha = {str(f.get("path")): f.get("hash") for f in a if isinstance(f, dict)}
-    hb = {str(f.get("path")): f.get("hash") for f in b if isinstance(f, dict)}
+    ha = {str(f.get("path")): _hash_text(f.get("hash")) for f in a if isinstance(f, dict)}
+    hb = {str(f.get("path")): _hash_text(f.get("hash")) for f in b if isinstance(f, dict)}
     moved = _moved(ha, hb)
     if moved is not None:
         old, new = moved
@@ -350,6 +361,14 @@ def _file_findings(a: list[dict[str, str]], b: list[dict[str, str]]) -> list[Fin
     return found
 
 
+def _hash_text(value: Any) -> str | None:
+    """A traced file's recorded hash as text (a file someone else wrote may hold any
+    JSON there: it is compared as its JSON text)."""
+    if value is None or isinstance(value, str):
+        return value
+    return bounded.cut(json.dumps(value, sort_keys=True, default=str), 200)
+
+
 def _moved(ha: Mapping[str, Any], hb: Mapping[str, Any]) -> tuple[str, str] | None:
     """The folder prefix that, swapped, makes most of A's files B's (same content)."""
     only_a = {h: p for p, h in ha.items() if p not in hb and h}
@@ -359,7 +378,10 @@ def _moved(ha: Mapping[str, Any], hb: Mapping[str, Any]) -> tuple[str, str] | No
         return None
     old, new = pairs[0]
     while old and new and os.path.basename(old) == os.path.basename(new):
-        old, new = os.path.dirname(old), os.path.dirname(new)
+        up = os.path.dirname(old), os.path.dirname(new)
+        if up == (old, new):  # a root ('/', '//') is its own folder
+            break
+        old, new = up
     if not old or old == new:
         return None
     return old, new

@@ -13,11 +13,15 @@ so each text is kept on disk (``base.text_cache``), per transformers version and
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
 import os
+import sys
 import tempfile
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -294,12 +298,31 @@ class HfText:
 
 
 def _transformers() -> Any:
-    """transformers, when installed (``None`` otherwise)."""
+    """transformers, when installed (``None`` otherwise), imported with its own lines
+    unsaid (``PyTorch was not found…``): kernelcfg's stderr carries kernelcfg's lines,
+    and transformers says only its errors after."""
+    import logging
+
+    sink = io.StringIO()
     try:
-        import transformers
+        with _quiet(sink):
+            import transformers
     except ImportError:
         return None
+    root = logging.getLogger("transformers")  # its library root logger
+    root.setLevel(logging.ERROR)  # what its set_verbosity_error() does
+    for handler in root.handlers:  # its handler, made while stderr was the sink
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sink:
+            handler.setStream(sys.stderr)
     return transformers
+
+
+@contextlib.contextmanager
+def _quiet(sink: io.StringIO | None = None) -> Iterator[None]:
+    """No warning and no line on stderr (``sink`` takes them) from the code inside."""
+    with warnings.catch_warnings(), contextlib.redirect_stderr(sink or io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
 
 
 def hf_text(
@@ -317,15 +340,14 @@ def hf_text(
     version = _transformers_version()
     if version is None:
         return HfText(None, None, NO_TRANSFORMERS)
-    if hf.get("auto_map") and trust_remote_code:
-        return HfText(None, version, "the model's remote configuration code")
-    if hf.get("model_type") in vllm_classes or not hf.get("model_type"):
-        return HfText(None, version, "vLLM's own config class for this model type")
+    why_not = _not_loaded(hf, trust_remote_code=trust_remote_code, vllm_classes=vllm_classes)
+    if why_not is not None:
+        return HfText(None, version, why_not)
     quant = _hashed_quant(hf, facts)
     key = json.dumps([hf, quant], sort_keys=True, default=str)
     question = f"transformers {version} " + key
     kept = text_cache.get("hf-text", question)
-    if kept is not None:
+    if kept is not None and _json_object(kept):
         return HfText(kept, version, None)
     tf = _transformers()
     if tf is None:
@@ -334,6 +356,68 @@ def hf_text(
     if text is not None and tf.__version__ == version:
         text_cache.put("hf-text", question, text)
     return HfText(text, tf.__version__, why)
+
+
+def _not_loaded(
+    hf: Mapping[str, Any], *, trust_remote_code: bool, vllm_classes: frozenset[str]
+) -> str | None:
+    """Why kernelcfg does not ask transformers for ``hf``'s text, or ``None``."""
+    if hf.get("auto_map") and trust_remote_code:
+        return "the model's remote configuration code"
+    if hf.get("model_type") in vllm_classes or not hf.get("model_type"):
+        return "vLLM's own config class for this model type"
+    return _beyond_bounds(hf)
+
+
+MAX_LAYERS = 4096
+"""The most layers (any ``*layers`` count) a config handed to transformers may name:
+transformers builds per-layer lists from them (10,000,000 layers took 42 s and 1.7 GiB),
+and the largest released models have a few hundred."""
+MAX_VALUES = 100_000
+"""The most values (list items and mapping entries, all levels) of a config handed to
+transformers."""
+
+
+def _beyond_bounds(hf: Mapping[str, Any]) -> str | None:
+    """Why ``hf`` is not handed to transformers (a layer count or a size no model has),
+    or ``None``."""
+    count = 0
+    stack: list[Any] = [hf]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            count += len(value)
+            for name, item in value.items():
+                if _layer_count(name, item) and item > MAX_LAYERS:
+                    return (
+                        f"its {name!s:.60} is {item:,}; kernelcfg hands transformers at most "
+                        f"{MAX_LAYERS:,} layers"
+                    )
+                stack.append(item)
+        elif isinstance(value, list):
+            count += len(value)
+            stack.extend(value)
+        if count > MAX_VALUES:
+            return f"it holds more than {MAX_VALUES:,} values, more than any model's config"
+    return None
+
+
+def _layer_count(name: Any, value: Any) -> bool:
+    """Whether ``name: value`` counts layers (``num_hidden_layers``, ``n_layer``…)."""
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and isinstance(name, str)
+        and "layer" in name.lower()
+    )
+
+
+def _json_object(text: str) -> bool:
+    """Whether a kept text is what ``to_json_string()`` writes: a JSON object."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 @cache
@@ -353,15 +437,23 @@ def _loaded(tf: Any, key: str) -> tuple[str | None, str | None]:
     """The config's ``to_json_string()`` (``key``: the config.json and the hashed
     quantisation dict), made once per distinct config."""
     hf, quant = json.loads(key)
-    with tempfile.TemporaryDirectory(prefix="kernelcfg-hf-") as folder:
-        path = os.path.join(folder, "config.json")
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(hf, fh, indent=2)
-        try:
-            config = tf.AutoConfig.from_pretrained(folder, trust_remote_code=False)
-        except Exception as exc:  # transformers checks each value with its own error types
-            said = " ".join(str(exc).split())[:300]
-            return None, f"transformers cannot load it ({type(exc).__name__}: {said})"
+    try:
+        with tempfile.TemporaryDirectory(prefix="kernelcfg-hf-") as folder:
+            path = os.path.join(folder, "config.json")
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(hf, fh, indent=2)
+            try:
+                with _quiet():
+                    config = tf.AutoConfig.from_pretrained(folder, trust_remote_code=False)
+            except Exception as exc:  # transformers checks each value with its own errors
+                said = " ".join(str(exc).split())[:300]
+                return None, f"transformers cannot load it ({type(exc).__name__}: {said})"
+    except OSError as exc:  # the temporary folder: a full or read-only disk
+        where = tempfile.gettempdir()
+        return None, (
+            f"the config.json cannot be written for transformers to load in {where} "
+            f"({exc.strerror or type(exc).__name__}); set TMPDIR to a writable folder"
+        )
     if quant is not None:
         config.quantization_config = quant
     return config.to_json_string(), None
