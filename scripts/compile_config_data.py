@@ -9,14 +9,14 @@ imported) and writes ``kernelcfg/vllm/releases/compile-config-X.Y.Z.json``:
 - ``parts``: the sub-configs ``VllmConfig`` hashes, in its order, with the attribute,
   the class and what stands for an absent one;
 - ``configs``: per class, how its hash is made (``hash``: a kind of
-  :data:`kernelcfg.vllm.compile_config.HASH_KINDS` with its ignored set or its list of
+  :data:`kernelcfg.vllm.compile_cache.config.HASH_KINDS` with its ignored set or its list of
   items) and every dataclass field with its default as vLLM's ``normalize_value`` makes
   it (``default``), or, where the default is not a constant, the expression (``unset``)
   for kernelcfg's rules to replace;
 - ``constants``: the few class constants the rules read.
 
 The derivations (what ``__post_init__``, ``create_engine_config`` and the platform change)
-are kernelcfg's rules (:mod:`kernelcfg.vllm.compile_rules`), written once; a hash method
+are kernelcfg's rules (:mod:`kernelcfg.vllm.compile_cache.rules`), written once; a hash method
 whose source is not one of the shapes below stops the script.
 
 Usage::

@@ -5,7 +5,7 @@ every variable of ``environment_variables`` (``vllm/envs.py``), read by its own 
 defaults included, minus the ``ignored_factors`` set, plus the ``RAY_EXPERIMENTAL_NOSET_*``
 variables as read. This script reads ``vllm/envs.py`` with ``ast`` (vLLM is never
 imported) and writes ``kernelcfg/vllm/releases/env-X.Y.Z.json``: each variable's parser
-kind (the closed set :data:`kernelcfg.vllm.compile_env.KINDS`), its default, choices and
+kind (the closed set :data:`kernelcfg.vllm.compile_cache.env.KINDS`), its default, choices and
 the ignored set, and the release's torch pin (``Requires-Dist: torch==``).
 
 A parser the classifier cannot read mechanically is taken from :data:`OVERRIDES`, each
@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from release_data import RELEASES_DIR, Source, version_of, write_or_check
 
-from kernelcfg.vllm import compile_env
-from kernelcfg.vllm.hashing import normalize_value
+from kernelcfg.vllm.compile_cache import env as compile_env
+from kernelcfg.vllm.kernel_config.hashing import normalize_value
 
 FORMAT = 1
 ENVS = "vllm/envs.py"

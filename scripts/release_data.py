@@ -174,7 +174,7 @@ def _hash_ignored(cls: ast.ClassDef) -> tuple[list[str], list[str]]:
 
 
 def _hash_scheme(cls: ast.ClassDef) -> str:
-    """How the release hashes its kernel config (kernelcfg.vllm.hashing.SCHEMES):
+    """How the release hashes its kernel config (kernelcfg.vllm.kernel_config.hashing.SCHEMES):
 
     - ``compute_hash`` (0.29.0-0.33.0): ``KernelConfig.compute_hash()`` digests the
       fields with ``ir_op_priority`` replaced by the hex sub-hash of

@@ -7,8 +7,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kernelcfg.vllm import kernel_words, moe
-from kernelcfg.vllm.kernel_words import Where
+from kernelcfg.vllm.kernels import words as kernel_words
+from kernelcfg.vllm.kernels.moe import oracle as moe
+from kernelcfg.vllm.kernels.words import Where
 
 from .test_moe_golden import META, layer
 

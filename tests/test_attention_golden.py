@@ -22,7 +22,9 @@ import pytest
 from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.targets.presets import PRESETS, Target
-from kernelcfg.vllm import attention, attention_config, hashing
+from kernelcfg.vllm.kernel_config import hashing
+from kernelcfg.vllm.kernels.attention import config as attention_config
+from kernelcfg.vllm.kernels.attention import selector as attention
 
 from .conftest import golden
 

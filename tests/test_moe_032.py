@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.vllm import moe
+from kernelcfg.vllm.kernels.moe import oracle as moe
 
 from .moe_release import MoeRelease, reasons
 

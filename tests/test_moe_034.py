@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelcfg.vllm import moe
+from kernelcfg.vllm.kernels.moe import oracle as moe
 
 from .moe_release import MoeRelease, reasons
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.vllm import kernel_words, moe
-from kernelcfg.vllm.kernel_words import Where
+from kernelcfg.vllm.kernels import words as kernel_words
+from kernelcfg.vllm.kernels.moe import oracle as moe
+from kernelcfg.vllm.kernels.words import Where
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

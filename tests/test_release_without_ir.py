@@ -14,7 +14,8 @@ import pytest
 from kernelcfg.checks import lint_env
 from kernelcfg.flags import serve_parser
 from kernelcfg.targets import presets
-from kernelcfg.vllm import config, defaults, hashing, releases
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import config, defaults, hashing
 
 from .cli_helpers import run
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target, capability_int
-from kernelcfg.vllm.quantization import SCHEMES
+from kernelcfg.vllm.kernels.quantization import SCHEMES
 from kernelcfg.vllm.releases import catalogue, version_key
 
 __all__ = [

@@ -21,8 +21,8 @@ from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.kernel_words import Where
-    from kernelcfg.vllm.moe import Layout, MoeModel, Pick, Trial
+    from kernelcfg.vllm.kernels.moe.oracle import Layout, MoeModel, Pick, Trial
+    from kernelcfg.vllm.kernels.words import Where
 
 __all__ = ["all2all_problems", "explicit_problems", "moe_selection"]
 
@@ -90,7 +90,8 @@ def _prepare(
 ) -> _Ready | dict[str, Any] | None:
     """The model's MoE layer and checkpoint format(s), or the ``depends`` selection (or
     ``None``: no fused-MoE layer) when there is nothing to walk."""
-    from kernelcfg.vllm import moe, moe_checkpoint
+    from kernelcfg.vllm.kernels.moe import oracle as moe
+    from kernelcfg.vllm.kernels.moe import variant as moe_checkpoint
 
     model = moe_checkpoint.moe_model_features(inputs.hf_config or {})
     if model is None:
@@ -121,7 +122,7 @@ def _unusable(
     found: MoeModel | None, model: Mapping[str, Any], release: Release, inputs: Inputs
 ) -> dict[str, Any] | None:
     """A ``depends`` selection when the walk cannot be made, with what is missing."""
-    from kernelcfg.vllm import moe
+    from kernelcfg.vllm.kernels.moe import oracle as moe
 
     if found is None:
         known = ", ".join(moe.releases_with_data()) or "none"
@@ -149,8 +150,8 @@ def _variants(
     found: MoeModel, inputs: Inputs, layout: Layout, target: Target
 ) -> tuple[list[str], str]:
     """The checkpoint format(s) the layer may have, and how that was read."""
-    from kernelcfg.vllm import moe_checkpoint
     from kernelcfg.vllm.checkpoint import quantization_config_of
+    from kernelcfg.vllm.kernels.moe import variant as moe_checkpoint
 
     hf = inputs.hf_config or {}
     quant = quantization_config_of(hf)
@@ -189,7 +190,7 @@ def _depends(inputs: Inputs, message: str) -> dict[str, Any]:
 def _wheres(found: MoeModel, target: Target, inputs: Inputs) -> dict[str, Where]:
     """The target under each install, as the MoE data describes it (with the device
     name vLLM prints in its reasons)."""
-    from kernelcfg.vllm import kernel_words
+    from kernelcfg.vllm.kernels import words as kernel_words
 
     return {
         install: dataclasses.replace(
@@ -218,7 +219,7 @@ def _candidates(
     """The trials in vLLM's order, then the candidates it never reached, each with
     whether its classes would take the layer if it were asked for by name (and the
     installs under which they would)."""
-    from kernelcfg.vllm.glosses import gloss
+    from kernelcfg.vllm.kernels.glosses import gloss
 
     here = wheres[install]
     out: list[dict[str, Any]] = [
@@ -261,7 +262,7 @@ def _select(
     target: Target,
 ) -> tuple[dict[str, Any], Problem | None]:
     """Walk every format under every install; the data and the problem, if any."""
-    from kernelcfg.vllm.glosses import gloss
+    from kernelcfg.vllm.kernels.glosses import gloss
 
     wheres = _wheres(found, target, inputs)
     picks = {
@@ -345,7 +346,8 @@ def all2all_problems(
     have it (another install may)."""
     if inputs.data_parallel_size <= 1 or inputs.hf_config is None:
         return []
-    from kernelcfg.vllm import moe, moe_checkpoint
+    from kernelcfg.vllm.kernels.moe import oracle as moe
+    from kernelcfg.vllm.kernels.moe import variant as moe_checkpoint
 
     found = moe.model(release.version)
     needs = (found.data.get("all2all_libraries", {}) if found else {}).get("backends", {})
@@ -377,7 +379,7 @@ def explicit_problems(
     the install (a library they need is not there) while under another install one can:
     an error when the install was named, else a warning naming the installs that lack
     it. The device itself is judged by the catalogue (``checks.constraints``)."""
-    from kernelcfg.vllm import moe
+    from kernelcfg.vllm.kernels.moe import oracle as moe
 
     found = moe.model(release.version)
     if found is None:
@@ -402,7 +404,7 @@ def _installs_running(found: MoeModel, value: str, target: Target, inputs: Input
 def _runs_somewhere(found: MoeModel, value: str, where: Where) -> bool:
     """Whether some experts class of ``value``, for some checkpoint format, passes its
     device check (platform, capability, libraries) under ``where``."""
-    from kernelcfg.vllm.kernel_words import holds
+    from kernelcfg.vllm.kernels.words import holds
 
     experts = found.data["experts"]
     return any(

@@ -20,10 +20,10 @@ from kernelcfg.engine.attention import AttentionResult, resolve_attention
 from kernelcfg.engine.indexer_topk import topk_selection
 from kernelcfg.engine.linear import linear_selection
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm import hashing, rules, values
 from kernelcfg.vllm.context import Compilation, ResolutionContext
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
-from kernelcfg.vllm.ir import registry
+from kernelcfg.vllm.kernel_config import hashing, rules, values
+from kernelcfg.vllm.kernel_config.ir import registry
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _validated_kernel_config(
     if config is None and not inputs.kernel_config:  # nothing given: the defaults
         return values.defaults(release)
     if config is None:
-        from kernelcfg.vllm.validation import validate_kernel_config
+        from kernelcfg.vllm.kernel_config.validation import validate_kernel_config
 
         try:
             return validate_kernel_config(release, inputs.kernel_config, "--kernel-config")
@@ -203,13 +203,13 @@ def _batch_invariant(release: Release, inputs: Inputs, result: Resolution) -> bo
     if "VLLM_BATCH_INVARIANT" not in inputs.env or inputs.hf_config is None:
         return False
     from kernelcfg.vllm import releases
-    from kernelcfg.vllm.compile_env import env_value
+    from kernelcfg.vllm.compile_cache.env import env_value
 
     if releases.release_data("compile-config", release.version) is None:
         return False
     if not env_value(release.version, inputs.env, "VLLM_BATCH_INVARIANT"):
         return False
-    from kernelcfg.vllm.compile_graph import batch_invariant_breakable  # only then
+    from kernelcfg.vllm.compile_cache.graph import batch_invariant_breakable  # only then
 
     if not batch_invariant_breakable(release.version, result.target, inputs):
         return False
@@ -345,7 +345,10 @@ def check_context(
     """The backend-check context of a command line's inputs (the scheme as far as the
     flags and the model's config say)."""
     from kernelcfg.checks.constraints import Context  # from a module: no fromlist walk
-    from kernelcfg.vllm.quantization import scheme_from_quantization, schemes_of_quantization
+    from kernelcfg.vllm.kernels.quantization import (
+        scheme_from_quantization,
+        schemes_of_quantization,
+    )
 
     method = inputs.quantization  # most lines name none: no lookups then
     scheme = inputs.quant_scheme or (None if method is None else scheme_from_quantization(method))
@@ -375,7 +378,7 @@ def _constraints(
         return
     # Only when a backend is named: keeps cold start lean.
     from kernelcfg.checks.constraints import check
-    from kernelcfg.vllm.quantization import per_quant_keys
+    from kernelcfg.vllm.kernels.quantization import per_quant_keys
 
     ctx = check_context(result.target, release.version, inputs, all2all)
     verdicts = [check(name, str(value), ctx) for name, value in named]

@@ -28,11 +28,16 @@ from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.base.problems import Problem
 from kernelcfg.flags import model_config, serve_parser
-from kernelcfg.vllm import attention_config, values
 from kernelcfg.vllm.context import COMPILATION_MODES, CUDAGRAPH_MODES
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.kernel_config import values
+from kernelcfg.vllm.kernel_config.validation import (
+    elsewhere,
+    validate_ir_priority,
+    validate_kernel_config,
+)
+from kernelcfg.vllm.kernels.attention import config as attention_config
 from kernelcfg.vllm.releases import Release
-from kernelcfg.vllm.validation import elsewhere, validate_ir_priority, validate_kernel_config
 
 __all__ = [
     "CONTEXT_OPTIONS",
@@ -897,7 +902,7 @@ def check_choice(dest: str, name: str, value: str) -> None:
 
 
 def _schemes() -> tuple[str, ...]:
-    from kernelcfg.vllm.quantization import SCHEMES
+    from kernelcfg.vllm.kernels.quantization import SCHEMES
 
     return tuple(SCHEMES)
 

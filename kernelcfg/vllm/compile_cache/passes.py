@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.compile_state import Build
+    from kernelcfg.vllm.compile_cache.state import Build
 
 __all__ = ["LEVEL_RULES", "custom_op_enabled", "level_defaults"]
 

@@ -16,8 +16,9 @@ from functools import cache
 from typing import Any
 
 from kernelcfg.base.answers import LARGE, Answers
-from kernelcfg.vllm import kernel_words, releases
-from kernelcfg.vllm.kernel_words import Where, holds
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernels import words as kernel_words
+from kernelcfg.vllm.kernels.words import Where, holds
 
 __all__ = ["LinearModel", "Pick", "Where", "model"]
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from kernelcfg.base import bounded
 from kernelcfg.base.errors import ArgumentError
-from kernelcfg.vllm.hashing import digest
+from kernelcfg.vllm.kernel_config.hashing import digest
 
 __all__ = [
     "FACTORS_FILE",

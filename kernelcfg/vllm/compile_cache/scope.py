@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.compile_state import Build
+    from kernelcfg.vllm.compile_cache.state import Build
 
 __all__ = ["BEYOND_THE_FIELD", "OPTIONAL_PARTS", "RULED", "unmodelled"]
 

@@ -2,7 +2,8 @@
 
 They follow vLLM's own: compute in float32 (``gelu_and_mul_sparse`` in the input's
 dtype), apply the weight in the weight's dtype, return the input's dtype. This module
-imports torch at the top; only :mod:`kernelcfg.vllm.ir` imports it, and only when asked.
+imports torch at the top; only :mod:`kernelcfg.vllm.kernel_config.ir` imports it, and
+only when asked.
 """
 
 from __future__ import annotations

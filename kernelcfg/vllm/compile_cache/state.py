@@ -15,7 +15,7 @@ from typing import Any
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.targets.presets import Target, gfx_capability
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.compile_model import ModelFacts
+from kernelcfg.vllm.compile_cache.model import ModelFacts
 
 __all__ = ["UNSET", "Build", "Launch", "capability", "config_data", "supported_dtypes"]
 
@@ -213,7 +213,7 @@ class Build:
 
     def envs(self, name: str) -> Any:
         """A variable as the release's ``envs`` reads it (its default when unset)."""
-        from kernelcfg.vllm.compile_env import env_value
+        from kernelcfg.vllm.compile_cache.env import env_value
 
         return env_value(self.data["vllm_version"], self.env, name)
 

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 from kernelcfg.base import bounded
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
-from kernelcfg.vllm import hashing, releases
-from kernelcfg.vllm.validation import validated
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import hashing
+from kernelcfg.vllm.kernel_config.validation import validated
 
 __all__ = [
     "MSA_ALIASES",

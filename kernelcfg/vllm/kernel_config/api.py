@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from kernelcfg.vllm import rules
-from kernelcfg.vllm.config import IrOpPriorityBase, KernelConfigBase, config_classes
+from kernelcfg.vllm.kernel_config import rules
+from kernelcfg.vllm.kernel_config.config import IrOpPriorityBase, KernelConfigBase, config_classes
 from kernelcfg.vllm.releases import Release, load
 
 __all__ = ["ReleaseAPI", "for_version"]
@@ -32,7 +32,7 @@ class ReleaseAPI:
     def bind_passthrough_all2all_backend(
         self, moe_backend: str, parallel_config: rules.HasAll2All
     ) -> None:
-        """vLLM's passthrough binding (0.32.0 on); see :mod:`kernelcfg.vllm.rules`."""
+        """vLLM's passthrough binding (0.32.0 on); see :mod:`kernelcfg.vllm.kernel_config.rules`."""
         if not self.release.has_function("bind_passthrough_all2all_backend"):
             raise AttributeError(
                 f"bind_passthrough_all2all_backend does not exist in vLLM {self.version}"
@@ -42,7 +42,7 @@ class ReleaseAPI:
     def validate_flashinfer_moe_ep_model(
         self, moe_backend: str, architectures: Iterable[str]
     ) -> None:
-        """vLLM's DeepSeek-V4-only check; see :mod:`kernelcfg.vllm.rules`."""
+        """vLLM's DeepSeek-V4-only check; see :mod:`kernelcfg.vllm.kernel_config.rules`."""
         rules.validate_flashinfer_moe_ep_model(self.release, moe_backend, architectures)
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from kernelcfg.vllm import hashing, values
+from kernelcfg.vllm.kernel_config import hashing, values
 from kernelcfg.vllm.releases import FieldFacts, Release
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class IrOpPriorityBase:
 
     def set_default(self) -> None:
         """Make these lists the dispatch priority of every op, permanently."""
-        from kernelcfg.vllm.ir import registry
+        from kernelcfg.vllm.kernel_config.ir import registry
 
         for op, lst in self.op_lists().items():
             registry(self.release).op(op).set_default(lst)
@@ -71,7 +71,7 @@ class IrOpPriorityBase:
     @contextlib.contextmanager
     def set_priority(self) -> Iterator[None]:
         """Make these lists the dispatch priority of every op inside the block."""
-        from kernelcfg.vllm.ir import registry
+        from kernelcfg.vllm.kernel_config.ir import registry
 
         with contextlib.ExitStack() as stack:
             for op, lst in self.op_lists().items():
@@ -123,7 +123,7 @@ class KernelConfigBase:
         binds the passthrough all2all backend where the release has that rule, and
         appends the platform's IR-op defaults missing from each list.
         """
-        from kernelcfg.vllm import rules
+        from kernelcfg.vllm.kernel_config import rules
 
         lists: dict[str, list[str] | None] = dict(self.ir_op_priority.op_lists())
         rules.set_platform_defaults(self.release, self.moe_backend, lists, ctx)

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from functools import cache
 
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm.conditions import evaluate
 from kernelcfg.vllm.context import ResolutionContext
+from kernelcfg.vllm.kernel_config.conditions import evaluate
 from kernelcfg.vllm.releases import Release
 
 __all__ = ["default_ir_op_priority", "env_flag"]

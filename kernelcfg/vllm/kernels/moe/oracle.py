@@ -5,7 +5,7 @@ quantisation method reaches its oracle (``variants``), each oracle's priority li
 reorders, drops, forced backends and backend-to-experts mapping (``oracles``), and every
 experts class's ``_supports_*`` checks (``experts``), with the order and texts of
 ``FusedMoEExperts.is_supported_config`` (``base_checks``). This module walks it the way
-vLLM does: it names no backend itself. Conditions are :mod:`kernelcfg.vllm.kernel_words`.
+vLLM does: it names no backend itself. Conditions are :mod:`kernelcfg.vllm.kernels.words`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.kernel_words import Where, holds
+from kernelcfg.vllm.kernels.words import Where, holds
 
 __all__ = [
     "MODEL_KEYS",

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from kernelcfg.base.errors import EngineError
 from kernelcfg.base.problems import Problem
-from kernelcfg.vllm.defaults import default_ir_op_priority
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND
+from kernelcfg.vllm.kernel_config.defaults import default_ir_op_priority
+from kernelcfg.vllm.kernel_config.values import append_platform_defaults
 from kernelcfg.vllm.releases import Release
-from kernelcfg.vllm.values import append_platform_defaults
 
 if TYPE_CHECKING:
     from kernelcfg.vllm.context import ResolutionContext

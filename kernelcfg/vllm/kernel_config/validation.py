@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kernelcfg.base.errors import ArgumentError, closest
-from kernelcfg.vllm import values
+from kernelcfg.vllm.kernel_config import values
 from kernelcfg.vllm.releases import Release
 
 __all__ = [
@@ -126,7 +126,9 @@ def validate_kernel(release: Release, given: Mapping[str, Any]) -> values.Values
         out[name] = checked
     else:
         return out
-    from kernelcfg.vllm.config import config_classes  # pydantic: only off the plain path
+    from kernelcfg.vllm.kernel_config.config import (
+        config_classes,  # pydantic: only off the plain path
+    )
 
     return config_classes(release).KernelConfig(**given).values()
 
@@ -136,6 +138,6 @@ def validate_ir(release: Release, given: Mapping[str, Any]) -> values.IrLists:
     lists = values.fast_ir(release, given)
     if lists is not None:
         return lists
-    from kernelcfg.vllm.config import config_classes
+    from kernelcfg.vllm.kernel_config.config import config_classes
 
     return config_classes(release).IrOpPriorityConfig(**given).op_lists()

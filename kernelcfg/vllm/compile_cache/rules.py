@@ -2,10 +2,10 @@
 ``EngineArgs.create_engine_config`` and ``VllmConfig.__post_init__`` that change a
 hashed field, written once, in vLLM's order.
 
-:func:`run` takes a :class:`~kernelcfg.vllm.compile_state.Build` (every config class at
+:func:`run` takes a :class:`~kernelcfg.vllm.compile_cache.state.Build` (every config class at
 its release defaults), applies the launch's options the way ``create_engine_config``
 passes them on, then the derivations: the model, cache, parallel and scheduler steps are
-here, the compilation config's in :mod:`kernelcfg.vllm.compile_graph`. What a rule cannot
+here, the compilation config's in :mod:`kernelcfg.vllm.compile_cache.graph`. What a rule cannot
 know is recorded in ``Build.unknown`` (attribute name to the reason) instead of being
 guessed; where vLLM refuses the launch, :class:`ConfigRefusedError` carries its reason.
 """
@@ -16,12 +16,12 @@ import os
 from collections.abc import Callable
 from functools import partial
 
-from kernelcfg.vllm import compile_graph as graph
 from kernelcfg.vllm.checkpoint import kv_cache_dtype_of
-from kernelcfg.vllm.compile_capture import gpt_oss_hook
-from kernelcfg.vllm.compile_model import ConfigRefusedError, model_facts
-from kernelcfg.vllm.compile_scope import unmodelled
-from kernelcfg.vllm.compile_state import Build, capability
+from kernelcfg.vllm.compile_cache import graph
+from kernelcfg.vllm.compile_cache.capture import gpt_oss_hook
+from kernelcfg.vllm.compile_cache.model import ConfigRefusedError, model_facts
+from kernelcfg.vllm.compile_cache.scope import unmodelled
+from kernelcfg.vllm.compile_cache.state import Build, capability
 
 __all__ = ["DEVICE_MEMORY_GIB", "ConfigRefusedError", "run"]
 
@@ -99,7 +99,8 @@ def steps(b: Build) -> list[Callable[[], None]]:
 
 def validate_environ(b: Build) -> None:
     """``Platform.validate_environ``: removed or refused variables."""
-    from kernelcfg.vllm import releases, rules
+    from kernelcfg.vllm import releases
+    from kernelcfg.vllm.kernel_config import rules
 
     release = releases.load(b.data["vllm_version"])
     for problem in rules.environment_problems(release, b.env):

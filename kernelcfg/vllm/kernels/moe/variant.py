@@ -32,7 +32,7 @@ from kernelcfg.vllm.checkpoint import (
     modelopt_algo,
     resolve_quant_method,
 )
-from kernelcfg.vllm.moe import routing_method_type
+from kernelcfg.vllm.kernels.moe.oracle import routing_method_type
 
 __all__ = ["moe_model_features", "variant_of"]
 

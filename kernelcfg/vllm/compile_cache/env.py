@@ -4,7 +4,7 @@ vLLM reads every variable its ``vllm/envs.py`` declares, each through its own pa
 (defaults included), leaves out the release's ignored set and any variable whose parser
 raises (it logs a warning), adds the ``RAY_EXPERIMENTAL_NOSET_*`` variables as read, and
 hashes the result with ``hash_factors`` after ``normalize_value`` (both in
-:mod:`kernelcfg.vllm.hashing`).
+:mod:`kernelcfg.vllm.kernel_config.hashing`).
 
 The parsers are release data (``env-X.Y.Z.json``, written by
 ``scripts/env_factors_data.py`` from the wheel): each variable is one of :data:`KINDS`
@@ -28,7 +28,7 @@ from typing import Any
 
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.hashing import digest, normalize_value
+from kernelcfg.vllm.kernel_config.hashing import digest, normalize_value
 
 __all__ = [
     "KINDS",

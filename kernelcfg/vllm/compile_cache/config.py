@@ -6,13 +6,14 @@ from 0.34.0, its factor dict) and the whole config hash, for one launch.
   vLLM's version, ``'None'`` for an absent one; the MD5 of that list's ``str()``, cut to
   10 hex digits.
 - 0.34: ``VllmConfig.compile_factors()``: each sub-config's factor dict, nested, with
-  the version; its hash is ``hash_factors`` (:func:`kernelcfg.vllm.hashing.digest`).
+  the version; its hash is ``hash_factors`` (:func:`kernelcfg.vllm.kernel_config.hashing.digest`).
 
 Which fields each config hashes, its defaults and how it hashes are release data
 (``compile-config-X.Y.Z.json``, from ``scripts/compile_config_data.py``); the values
-vLLM derives at start-up are the rules of :mod:`kernelcfg.vllm.compile_rules` and
-:mod:`kernelcfg.vllm.compile_graph`; the kernel and attention configs are kernelcfg's own
-(:mod:`kernelcfg.vllm.hashing`, :mod:`kernelcfg.vllm.attention_config`). The model
+vLLM derives at start-up are the rules of :mod:`kernelcfg.vllm.compile_cache.rules` and
+:mod:`kernelcfg.vllm.compile_cache.graph`; the kernel and attention configs are
+kernelcfg's own (:mod:`kernelcfg.vllm.kernel_config.hashing`,
+:mod:`kernelcfg.vllm.kernels.attention.config`). The model
 config's ``hf_config`` needs transformers (an optional import): without it, or without
 the model's ``config.json``, the model config is reported unknown, and so is the whole
 hash, while every other part stays exact.
@@ -26,13 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm import attention_config as attention_facts
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.compile_model import ConfigRefusedError, hf_text
-from kernelcfg.vllm.compile_rules import run
-from kernelcfg.vllm.compile_state import UNSET, Build, Launch, config_data
-from kernelcfg.vllm.hashing import digest, kernel_hash, normalize_value
+from kernelcfg.vllm.compile_cache.model import ConfigRefusedError, hf_text
+from kernelcfg.vllm.compile_cache.rules import run
+from kernelcfg.vllm.compile_cache.state import UNSET, Build, Launch, config_data
 from kernelcfg.vllm.inputs import Inputs
+from kernelcfg.vllm.kernel_config.hashing import digest, kernel_hash, normalize_value
+from kernelcfg.vllm.kernels.attention import config as attention_facts
 
 __all__ = [
     "HASH_KINDS",
@@ -160,7 +161,7 @@ def _hf_text(build: Build, use_transformers: bool) -> Any:
     if build.model is None or build.hf is None:
         return None
     if not use_transformers:
-        from kernelcfg.vllm.compile_model import HfText
+        from kernelcfg.vllm.compile_cache.model import HfText
 
         return HfText(None, None, "transformers not used")
     trust = bool(build.options.get("trust_remote_code"))

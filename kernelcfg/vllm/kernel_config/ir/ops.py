@@ -112,8 +112,8 @@ class IrOp:
 
     def dispatch(self, *args: Any, **kwargs: Any) -> str:
         """The provider that would run for these arguments (needs torch)."""
-        from kernelcfg.vllm.ir.native import NATIVE
-        from kernelcfg.vllm.ir.predicates import PREDICATES
+        from kernelcfg.vllm.kernel_config.ir.native import NATIVE
+        from kernelcfg.vllm.kernel_config.ir.predicates import PREDICATES
 
         if not self._priority:
             return "native"
@@ -126,7 +126,7 @@ class IrOp:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the op with its native implementation (the one kernelcfg has)."""
-        from kernelcfg.vllm.ir.native import NATIVE
+        from kernelcfg.vllm.kernel_config.ir.native import NATIVE
 
         return NATIVE[self.name](*args, **kwargs)
 

@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kernelcfg.vllm.compile_model import ConfigRefusedError
+from kernelcfg.vllm.compile_cache.model import ConfigRefusedError
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.compile_state import Build
+    from kernelcfg.vllm.compile_cache.state import Build
 
 __all__ = ["gpt_oss_hook", "graph_sizes", "has_mode", "mixed_mode", "without_piecewise"]
 

@@ -2,7 +2,7 @@
 context ("only Hopper and Blackwell GPUs are supported" on an H100 without deep_gemm).
 
 The quotes and the conditions under which they mislead sit in ``releases/glosses.json``;
-a condition is read with the selection data's words (:mod:`kernelcfg.vllm.kernel_words`)
+a condition is read with the selection data's words (:mod:`kernelcfg.vllm.kernels.words`)
 against the target under one install.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.kernel_words import Where, holds
+from kernelcfg.vllm.kernels.words import Where, holds
 
 __all__ = ["gloss", "once"]
 

@@ -2,8 +2,8 @@
 the steps of ``VllmConfig.__post_init__`` that change it (``-O`` and its fusion passes,
 the base custom ops, breakable CUDA graphs, the CUDA-graph mode, the platform's changes,
 the compile ranges, the splitting ops), written once, in vLLM's order. The capture sizes
-are :mod:`kernelcfg.vllm.compile_capture`'s, the fusion passes of ``-O``
-:mod:`kernelcfg.vllm.compile_passes`'.
+are :mod:`kernelcfg.vllm.compile_cache.capture`'s, the fusion passes of ``-O``
+:mod:`kernelcfg.vllm.compile_cache.passes`'.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm.compile_capture import graph_sizes, has_mode, without_piecewise
-from kernelcfg.vllm.compile_model import ConfigRefusedError, ModelFacts
-from kernelcfg.vllm.compile_passes import level_defaults
+from kernelcfg.vllm.compile_cache.capture import graph_sizes, has_mode, without_piecewise
+from kernelcfg.vllm.compile_cache.model import ConfigRefusedError, ModelFacts
+from kernelcfg.vllm.compile_cache.passes import level_defaults
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.compile_state import Build
+    from kernelcfg.vllm.compile_cache.state import Build
     from kernelcfg.vllm.inputs import Inputs
 
 __all__ = [
@@ -139,8 +139,8 @@ def batch_invariant_breakable(version: str, target: Target, inputs: Inputs) -> b
     """Whether ``VLLM_BATCH_INVARIANT=1`` turns breakable CUDA graphs on for this
     launch (``_uses_breakable_cudagraph_for_batch_invariance``): read from the model's
     config.json; ``False`` without one, or where vLLM refuses the model."""
-    from kernelcfg.vllm.compile_model import model_facts
-    from kernelcfg.vllm.compile_state import config_data, supported_dtypes
+    from kernelcfg.vllm.compile_cache.model import model_facts
+    from kernelcfg.vllm.compile_cache.state import config_data, supported_dtypes
 
     if inputs.hf_config is None or inputs.enforce_eager or target.kind != "cuda":
         return False
@@ -279,7 +279,7 @@ def _normalize_piecewise(b: Build) -> None:
 
 def _torch_at_least(b: Build, version: str) -> bool:
     """Whether the torch the release pins is at least ``version``."""
-    from kernelcfg.vllm.compile_env import env_data, version_order
+    from kernelcfg.vllm.compile_cache.env import env_data, version_order
 
     pin = env_data(b.data["vllm_version"])["torch_pin"]
     return bool(version_order(pin) >= version_order(version))
