@@ -12,13 +12,9 @@ from kernelcfg.targets.presets import PRESETS, Target
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.kernels.attention import config as attention_config
-from kernelcfg.vllm.kernels.attention.selector import (
-    Features,
-    Selector,
-    features_of,
-    platform_of,
-    selector,
-)
+from kernelcfg.vllm.kernels.attention.facts import Features
+from kernelcfg.vllm.kernels.attention.features import features_of, platform_of
+from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
 __all__ = ["FIELD", "explain", "matrix", "span"]
 

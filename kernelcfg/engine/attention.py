@@ -23,7 +23,8 @@ from kernelcfg.vllm.kernels.attention import config as attention_config
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.kernels.attention.selector import Selection, Selector
+    from kernelcfg.vllm.kernels.attention.facts import Selection
+    from kernelcfg.vllm.kernels.attention.selector import Selector
 
 __all__ = ["AttentionResult", "resolve_attention", "selection_data"]
 
@@ -73,9 +74,8 @@ def resolve_attention(
         return None
     result = AttentionResult(None if plain else values, digest)
     if not plain or _model_known(inputs):
-        from kernelcfg.vllm.kernels.attention.selector import (
-            selector,  # only when asked: keeps cold start lean
-        )
+        # only when asked: keeps cold start lean
+        from kernelcfg.vllm.kernels.attention.selector import selector
 
         model = selector(release.version)
         if model is not None:
@@ -110,7 +110,8 @@ def _select(
     """Walk the selector under every install; report the chosen one, problems for all.
     The answer (data and problem, both read-only) is kept per question: a batch of one
     model asks it line after line."""
-    from kernelcfg.vllm.kernels.attention.selector import feature_key, features_of, platform_of
+    from kernelcfg.vllm.kernels.attention.features import features_of, platform_of
+    from kernelcfg.vllm.kernels.attention.selector import feature_key
 
     feats = features_of(model, inputs, values.get("flash_attn_version"))
     requested = values.get("backend")
@@ -234,7 +235,7 @@ def _plain(
 ) -> list[str]:
     """The reasons, each once; vLLM's bare ``ImportError`` (ROCm reports only the
     exception's name) preceded by the library the backend imports and where it is."""
-    from kernelcfg.vllm.kernels.attention.selector import PLATFORM_NAMES
+    from kernelcfg.vllm.kernels.attention.facts import PLATFORM_NAMES
 
     libraries = [] if requested is None else model.backends.get(requested, {}).get("imports", [])
     missing = [lib for lib in libraries if lib not in model.libraries(target.kind, install)]
