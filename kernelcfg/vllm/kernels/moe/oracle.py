@@ -4,8 +4,10 @@ The data (``releases/moe-<version>.json``) holds, read from vLLM's source, how e
 quantisation method reaches its oracle (``variants``), each oracle's priority list,
 reorders, drops, forced backends and backend-to-experts mapping (``oracles``), and every
 experts class's ``_supports_*`` checks (``experts``), with the order and texts of
-``FusedMoEExperts.is_supported_config`` (``base_checks``). This module walks it the way
-vLLM does: it names no backend itself. Conditions are :mod:`kernelcfg.vllm.kernels.words`.
+``FusedMoEExperts.is_supported_config`` (``base_checks``). This module walks the oracle
+the way vLLM does; one experts class's checks are :mod:`.experts`, the texts
+:mod:`.texts`, the layer's features :mod:`.layer`. It names no backend itself.
+Conditions are :mod:`kernelcfg.vllm.kernels.words`.
 """
 
 from __future__ import annotations
@@ -19,18 +21,16 @@ from typing import Any
 
 from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernels.moe.experts import Experts
+from kernelcfg.vllm.kernels.moe.texts import Texts, fill
 from kernelcfg.vllm.kernels.words import Where, holds
 
 __all__ = [
-    "MODEL_KEYS",
-    "Layout",
     "MoeModel",
     "Pick",
     "Trial",
-    "layer_features",
     "model",
     "releases_with_data",
-    "routing_method_type",
 ]
 
 
@@ -104,36 +104,6 @@ class _Run:
     extra_candidates: list[str] = field(default_factory=list)
 
 
-_FIELD = re.compile(r"\{([A-Za-z0-9_:]+)(!r)?\}")
-
-
-def _fill(template: str, values: Mapping[str, Any]) -> str:
-    """``{name}`` / ``{name!r}`` from ``values``; ``{env:VAR}`` is kept for the caller."""
-
-    def one(found: re.Match[str]) -> str:
-        name = found.group(1)
-        if name not in values:
-            return found.group(0)
-        value = values[name]
-        return repr(value) if found.group(2) else str(value)
-
-    return _FIELD.sub(one, template)
-
-
-def _parallel_repr(feats: Mapping[str, Any], extra: tuple[str, ...] = ()) -> str:
-    """FusedMoEParallelConfig's dataclass repr (config.py:1015; ranks as on rank 0);
-    ``extra``: the release's fields after ``enable_eplb`` (``parallel_config_extra_fields``)."""
-    names = ("tp_size", "pcp_size", "dp_size", "ep_size")
-    sizes = ", ".join(f"{n}={feats.get(n)}" for n in names)
-    tail = "".join(f", {n}={feats.get(n)!r}" for n in extra)
-    return (
-        f"FusedMoEParallelConfig({sizes}, tp_rank=0, pcp_rank=0, dp_rank=0, ep_rank=0, "
-        f"sp_size={feats.get('sp_size')}, use_ep={feats.get('use_ep')}, "
-        f"all2all_backend={feats.get('all2all_backend')!r}, "
-        f"enable_eplb={feats.get('enable_eplb')}{tail})"
-    )
-
-
 class MoeModel:
     """One release's MoE selection data and its walk."""
 
@@ -142,6 +112,10 @@ class MoeModel:
         self.accepted = accepted
         """The ``--moe-backend`` values the release's parser accepts (``None``: any)."""
         self._picks: Answers[tuple[Any, ...], Pick] = Answers(4096, text=LARGE)
+        self.texts = Texts(data)
+        """The release's reasons and messages, filled as vLLM formats them."""
+        self.experts = Experts(data, self.texts)
+        """The release's experts classes and their ``is_supported_config``."""
 
     def _values(self, oracle: Mapping[str, Any], backend: str | None) -> tuple[str, ...]:
         """The ``--moe-backend`` values that map to ``backend`` and the parser accepts:
@@ -188,16 +162,6 @@ class MoeModel:
             out[backend] = found
         return out
 
-    def key_text(self, name: str | None, where: Where) -> str:
-        """``str()`` of a QuantKey as vLLM prints it on ``where`` (fnuz on gfx94x)."""
-        if name is None:
-            return "None"
-        text = str(self.data["key_strings"].get(name, name))
-        fnuz = self.data["fp8_fnuz"]
-        if holds(fnuz["when"], where, {}):
-            text = text.replace(fnuz["replace"][0], fnuz["replace"][1])
-        return text
-
     def _keyed(
         self, feats: Mapping[str, Any], weight: str | None, act: str | None
     ) -> dict[str, Any]:
@@ -216,7 +180,7 @@ class MoeModel:
                 if holds(rule["when"], where, feats):
                     value = rule["value"]
                     if isinstance(value, str):
-                        value = _fill(value, feats)
+                        value = fill(value, feats)
                         value = re.sub(
                             r"\{env:(\w+)\}",
                             lambda m: (where.env_raw.get(m.group(1)) or "").strip().lower(),
@@ -237,7 +201,7 @@ class MoeModel:
             for role in ("weight_key", "activation_key"):
                 if role in rule and role not in done and holds(rule["when"], where, feats):
                     done.add(role)
-                    weight = _fill(rule[role], feats) if role == "weight_key" else weight
+                    weight = fill(rule[role], feats) if role == "weight_key" else weight
                     act = rule[role] if role == "activation_key" else act
         feats = self._keyed(feats, weight, act)
         self._derive(feats, where)
@@ -255,7 +219,7 @@ class MoeModel:
                     None,
                     None,
                     None,
-                    message=self._text(check["error"], feats, where),
+                    message=self.texts.fill(check["error"], feats, where),
                     chosen_by="inline",
                 )
         oracle, key = spec["oracle"], feats["activation_key"]
@@ -283,7 +247,7 @@ class MoeModel:
                 None,
                 None,
                 None,
-                message=self._text(rule["error"], feats, where),
+                message=self.texts.fill(rule["error"], feats, where),
                 chosen_by="inline",
             )
         backend = rule["backend"]
@@ -297,33 +261,6 @@ class MoeModel:
             chosen_by="inline",
         )
 
-    def _text(self, template: str, feats: Mapping[str, Any], where: Where, **more: Any) -> str:
-        """A reason or message template filled the way vLLM formats it."""
-        values: dict[str, Any] = dict(feats)
-        fmt = self._format_value(feats.get("activation_format"))
-        values.update(
-            device_name=where.device_name or "(unknown)",
-            weight_key=self.key_text(feats.get("weight_key"), where),
-            activation_key=self.key_text(feats.get("activation_key"), where),
-            parallel_config=_parallel_repr(
-                feats, tuple(self.data.get("parallel_config_extra_fields", ()))
-            ),
-            routing_method_int=self.data["routing_method_ints"].get(
-                str(feats.get("routing_method"))
-            ),
-            activation_format_value=f"({fmt!r},)",
-            activation_format_name=fmt,
-            torch_version="<torch>",
-        )
-        values.update(more)
-        return _fill(template, values)
-
-    def _format_value(self, layout: Any) -> str:
-        """FusedMoEActivationFormat's value for a layout's ``activation_format``: the
-        release's ``activation_formats`` map, else standard / batched_experts."""
-        names = self.data.get("activation_formats", {"batched": "batched_experts"})
-        return str(names.get(layout, "batched_experts" if layout == "batched" else "standard"))
-
     def _oracle(
         self,
         name: str,
@@ -336,7 +273,7 @@ class MoeModel:
         for rule in spec.get("inline", ()):
             if holds(rule["when"], where, feats) and self._inline_ok(rule, feats, where):
                 if "error" in rule:  # the oracle raises before its loop
-                    message = self._text(rule["error"], feats, where)
+                    message = self.texts.fill(rule["error"], feats, where)
                     return Pick("error", name, spec["enum"], None, None, message=message)
                 status = "selected" if rule["experts"] else "no_kernel"
                 return Pick(
@@ -372,7 +309,7 @@ class MoeModel:
         if cls is None:
             return True
         standard = self._keyed(dict(feats, activation_format="standard"), None, None)
-        return self._supported(cls, standard, where)[0]
+        return self.experts.supported(cls, standard, where)[0]
 
     def _priority(
         self,
@@ -470,7 +407,7 @@ class MoeModel:
             template = force["error"]
         else:
             template = spec["forced_error"]["with_reason" if reason else "without_reason"]
-        return self._text(template, run.feats, where, backend_value=value, reason=reason)
+        return self.texts.fill(template, run.feats, where, backend_value=value, reason=reason)
 
     def _loop(self, run: _Run, where: Where) -> Pick | None:
         """The oracle's loop: backend-level checks, then each class in order."""
@@ -486,7 +423,7 @@ class MoeModel:
             )
             if refusal is not None:
                 run.trials.append(
-                    Trial(backend, None, "refused", self._text(refusal, run.feats, where))
+                    Trial(backend, None, "refused", self.texts.fill(refusal, run.feats, where))
                 )
                 continue
             for cls in run.spec["backend_classes"][backend]:
@@ -526,7 +463,7 @@ class MoeModel:
     ) -> tuple[bool, str | None]:
         key = run.key if fixed else self._trial_key(run, backend)
         feats = self._keyed(run.feats, run.feats["weight_key"], key)
-        ok, reason = self._supported(cls, feats, where)
+        ok, reason = self.experts.supported(cls, feats, where)
         name = self.data["experts"][cls].get("name", cls)
         run.trials.append(Trial(backend, name, "ok" if ok else "refused", reason))
         return ok, reason
@@ -540,7 +477,7 @@ class MoeModel:
             found = self._finish(run, "no_kernel", "NONE", None, None)
             return dataclasses.replace(found, load_error=spec.get("load_error"))
         refused = [t for t in run.trials if t.verdict == "refused" and t.kernel is not None]
-        message = self._text(
+        message = self.texts.fill(
             spec["error"],
             run.feats,
             where,
@@ -556,7 +493,7 @@ class MoeModel:
         rule = variant.get("reject_after")
         if rule is None or found.status != "selected" or found.backend not in rule["backends"]:
             return found
-        message = _fill(rule["error"], {"backend": found.backend})
+        message = fill(rule["error"], {"backend": found.backend})
         return Pick(
             "error",
             run.oracle,
@@ -594,67 +531,6 @@ class MoeModel:
             self._values(run.spec, backend),
             message,
         )
-
-    # ---------------------------------------------------------------- one class
-    def _supported(
-        self, cls: str, feats: Mapping[str, Any], where: Where
-    ) -> tuple[bool, str | None]:
-        """``is_supported_config`` of one experts class (modular_kernel.py:580 and its
-        override, as the class's ``extra`` rules)."""
-        spec = self.data["experts"][cls]
-        reason = self._extras(spec, "start", feats, where)
-        for check in self.data["base_checks"]:
-            if reason is None and self._fails(check, spec, feats, where):
-                reason = self._text(check["reason"], feats, where)
-            if reason is None:
-                reason = self._extras(spec, check["name"], feats, where)
-        if reason is None:
-            reason = self._extras(spec, "all", feats, where)
-        if reason is None:
-            return True, None
-        for rule in spec.get("extra", ()):
-            if "append" in rule and holds(rule["append_if_rejected"], where, feats):
-                reason += rule["append"]
-        return False, reason
-
-    def _fails(
-        self,
-        check: Mapping[str, Any],
-        spec: Mapping[str, Any],
-        feats: Mapping[str, Any],
-        where: Where,
-    ) -> bool:
-        """Whether one base check of is_supported_config refuses the class."""
-        if "class_field" in check:
-            # the class's value accepts the layout's when equal or listed in
-            # ``accepts`` (0.34's FusedMoEActivationFormat.is_superset)
-            name = check["class_field"]
-            accepted = check.get("accepts", {}).get(spec[name], [spec[name]])
-            return feats.get(name) not in accepted
-        if not holds(check.get("applies_when", True), where, feats):
-            return False
-        if check.get("monolithic_only") and not spec["monolithic"]:
-            return False
-        return not holds(spec["supports"].get(check["name"], check["default"]), where, feats)
-
-    def _extras(
-        self, spec: Mapping[str, Any], after: str, feats: Mapping[str, Any], where: Where
-    ) -> str | None:
-        """The class override's own refusals that run at ``after``."""
-        for rule in spec.get("extra", ()):
-            if rule["after"] != after:
-                continue
-            if "collect" in rule:
-                items = [
-                    self._text(c["text"], feats, where)
-                    for c in rule["collect"]
-                    if holds(c["if"], where, feats)
-                ]
-                if items:
-                    return self._text(rule["reason"], feats, where, collected=", ".join(items))
-            elif "reject_if" in rule and holds(rule["reject_if"], where, feats):
-                return self._text(str(rule["reason"]), feats, where)
-        return None
 
 
 def _reorder(order: list[str], rule: Mapping[str, Any]) -> None:
@@ -695,163 +571,3 @@ def model(version: str) -> MoeModel | None:
     if data is None:
         return None
     return MoeModel(data, frozenset(releases.load(version).choices("moe_backend")))
-
-
-# ---------------------------------------------------------------------- layer features
-_SP_BACKENDS = frozenset(
-    {  # config/parallel.py:768 use_sequence_parallel_moe
-        "allgather_reducescatter",
-        "deepep_high_throughput",
-        "deepep_low_latency",
-        "deepep_v2",
-        "flashinfer_nvlink_one_sided",
-        "passthrough",
-        "mori_high_throughput",
-        "mori_low_latency",
-        "mori",  # 0.34's all2all value (config/parallel.py:871); unknown to 0.33
-        "nixl_ep",
-    }
-)
-_A2A = {  # config.py:1041-1103: FusedMoEParallelConfig properties -> the backends they test
-    "use_deepep_ht_kernels": ("deepep_high_throughput",),
-    "use_deepep_ll_kernels": ("deepep_low_latency",),
-    "use_fi_nvl_two_sided_kernels": ("flashinfer_all2allv", "flashinfer_nvlink_two_sided"),
-    "use_fi_nvl_one_sided_kernels": ("flashinfer_nvlink_one_sided",),
-    "use_ag_rs_all2all_kernels": ("allgather_reducescatter",),
-    "use_mori_kernels": ("mori_high_throughput", "mori_low_latency"),
-    "use_nixl_ep_kernels": ("nixl_ep",),
-    "use_deepep_v2_kernels": ("deepep_v2",),
-    "use_moonep_kernels": ("moonep",),
-}
-_LAYER_DEFAULTS: dict[str, Any] = {  # FusedMoEConfig field defaults (config.py:1288-1335)
-    "pcp_size": 1,
-    "enable_eplb": False,
-    "is_lora_enabled": False,
-    "has_hash_routing": False,
-    "require_decomposed_backend": False,
-    "swiglu_limit": None,
-    "swiglu_alpha": None,
-    "swiglu_beta": None,
-    "activation_situ_beta": None,
-    "activation_situ_linear_beta": None,
-    "skip_final_all_reduce": False,
-    "moe_backend": "auto",
-    "enable_dbo": False,  # ParallelConfig.enable_dbo
-    "weight_transfer_config_set": False,  # vllm_config.weight_transfer_config is not None
-    "user_moe_weight_override": None,
-    "mori_ep_v2": False,  # FusedMoEParallelConfig.mori_ep_v2 (0.34, config.py:1059)
-    "qat_activation_key": None,  # FusedMoEConfig.qat_activation_key (0.34, config.py:1386)
-    "is_requantization_source": False,  # online requantization's source method (0.34)
-}
-
-
-def _parallel(tp_: int, dp_: int, pcp_: int, expert_parallel: bool, backend: str) -> dict[str, Any]:
-    """FusedMoEParallelConfig.make (config.py:1117-1210) and its properties (:1030-1103)."""
-    sp = tp_ if (backend in _SP_BACKENDS and expert_parallel and tp_ > 1 and dp_ > 1) else 1
-    use_ep = dp_ * pcp_ * tp_ > 1 and expert_parallel  # :1180
-    flat = dp_ * pcp_ * tp_  # flatten_tp_across_dp_and_pcp (:1106)
-    out: dict[str, Any] = {
-        "tp_size": 1 if use_ep else flat,
-        "ep_size": flat if use_ep else 1,
-        "dp_size": dp_,
-        "pcp_size": pcp_,
-        "sp_size": sp,
-        "use_ep": use_ep,
-        "all2all_backend": backend,
-        "is_sequence_parallel": sp > 1,  # :1031
-    }
-    a2a = use_ep and (dp_ > 1 or pcp_ > 1 or sp > 1)  # :1035
-    out["use_all2all_kernels"] = a2a
-    for prop, names in _A2A.items():
-        out[prop] = a2a and backend in names
-    out["use_passthrough_all2all"] = backend == "passthrough"  # :1082 (not gated)
-    batched = out["use_deepep_ll_kernels"] or out["use_nixl_ep_kernels"]  # :1066
-    out["use_batched_activation_format"] = batched
-    out["needs_round_robin_routing_tables"] = batched  # :1070
-    out["activation_format"] = "batched" if batched else "standard"
-    return out
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The parallel flags of a ``vllm serve`` line, as an MoE layer reads them."""
-
-    tensor_parallel_size: int = 1
-    """``--tensor-parallel-size``."""
-    data_parallel_size: int = 1
-    """``--data-parallel-size``."""
-    enable_expert_parallel: bool = False
-    """``--enable-expert-parallel``."""
-    all2all_backend: str = "allgather_reducescatter"
-    """``--all2all-backend`` (as resolved)."""
-
-
-MODEL_KEYS = (
-    "hidden_dim",
-    "intermediate_size",
-    "num_experts",
-    "top_k",
-    "activation",
-    "routing_method",
-    "has_bias",
-    "in_dtype",
-    "model_type",
-)
-"""What :func:`layer_features` needs of the model (``moe_checkpoint.moe_model_features``)."""
-
-
-def layer_features(model: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
-    """The features the selection data reads for one MoE layer of ``model`` (its keys
-    :data:`MODEL_KEYS`, optionally ``router_logits_dtype`` and any other FusedMoEConfig
-    field it sets, e.g. ``swiglu_limit``, ``has_hash_routing``): FusedMoEParallelConfig
-    (make and properties) and the FusedMoEConfig fields (config.py:1273-1367)."""
-    missing = [k for k in MODEL_KEYS if model.get(k) is None]
-    if missing:
-        raise ValueError(f"MoE layer features need {', '.join(missing)}")
-    feats = dict(_LAYER_DEFAULTS)
-    feats.update({k: v for k, v in model.items() if k in _LAYER_DEFAULTS})
-    feats.update(
-        _parallel(
-            layout.tensor_parallel_size,
-            layout.data_parallel_size,
-            int(feats["pcp_size"]),
-            layout.enable_expert_parallel,
-            layout.all2all_backend,
-        )
-    )
-    tp_size, ep_size = int(feats["tp_size"]), int(feats["ep_size"])
-    activation, in_dtype = str(model["activation"]), str(model["in_dtype"])
-    feats.update({k: model[k] for k in MODEL_KEYS})
-    feats.update(
-        # config.py:1353 intermediate_size // tp_size; :1366 the unpadded one defaults to it
-        intermediate_size_per_partition=model["intermediate_size"] // tp_size,
-        intermediate_size_per_partition_unpadded=model["intermediate_size"] // tp_size,
-        num_local_experts=model["num_experts"] // ep_size,  # without redundant experts
-        # config.py:1418 is_act_and_mul = MoEActivation.is_gated (value not ``*_no_mul``)
-        is_act_and_mul=not activation.upper().endswith("_NO_MUL"),
-        activation_value=activation.lower(),
-        router_logits_dtype=model.get("router_logits_dtype") or in_dtype,  # config.py:1362
-    )
-    return feats
-
-
-def routing_method_type(
-    scoring_func: str,
-    top_k: int,
-    renormalize: bool,
-    num_expert_group: int | None,
-    has_e_score_bias: bool,
-) -> str:
-    """config.py:135 get_routing_method_type, as the RoutingMethodType member name."""
-    del top_k  # read by vLLM's signature only
-    if scoring_func == "sqrtsoftplus":
-        return "DeepseekV4" if renormalize else "Unspecified"
-    if has_e_score_bias:
-        if scoring_func != "sigmoid" or not renormalize:
-            return "Unspecified"
-        return "DeepSeekV3" if (num_expert_group or 0) > 0 else "MiniMax2"
-    if scoring_func == "sigmoid":
-        return "SigmoidRenorm" if renormalize else "Sigmoid"
-    if scoring_func == "softmax":
-        return "RenormalizeNaive" if renormalize else "Default"
-    return "Unspecified"

@@ -1,7 +1,7 @@
-"""What vLLM's fused-MoE selection starts from (read from 0.33.0), read off one ``vllm serve`` line:
-which quantisation *variant* reaches which oracle (:func:`variant_of`) and the MoE
-layer's features (:func:`moe_model_features`), both read from the model's Hugging Face
-``config.json`` the way vLLM reads it.
+"""Which quantisation *variant* of vLLM's fused-MoE selection an MoE checkpoint's
+experts are (read from 0.33.0): the variant reaches its oracle (:func:`variant_of`), read
+from the model's Hugging Face ``config.json`` (its ``quantization_config``) and
+``--quantization`` the way vLLM reads them.
 
 Sources (paths relative to ``vllm/`` of the 0.33.0 wheel):
 
@@ -10,11 +10,7 @@ Sources (paths relative to ``vllm/`` of the 0.33.0 wheel):
   _normalize_quantization_config``, ``model_executor/model_loader/weight_utils.py:200
   get_quant_config`` (online shorthands), ``config/quantization.py`` (``_ONLINE_SHORTHANDS``),
   ``model_executor/layers/quantization/online/base.py:96 _ONLINE_MOE_METHODS``;
-- each config's ``get_quant_method`` for ``RoutedExperts`` (cited per function below);
-- model features: ``model_executor/models/registry.py`` -> the model file's
-  ``FusedMoEFactory(...)`` call, ``layers/fused_moe/layer.py:92`` (factory defaults),
-  ``layers/fused_moe/router/router_factory.py:40`` and ``layers/fused_moe/config.py:135
-  get_routing_method_type``.
+- each config's ``get_quant_method`` for ``RoutedExperts`` (cited per function below).
 
 A variant name is kernelcfg's name for (quant method class, weight key, activation key)
 as in the golden ``meta.moe_variants``; the reason string carries what the variant name
@@ -32,9 +28,9 @@ from kernelcfg.vllm.checkpoint import (
     modelopt_algo,
     resolve_quant_method,
 )
-from kernelcfg.vllm.kernels.moe.oracle import routing_method_type
+from kernelcfg.vllm.kernels.moe.layer import moe_model_features
 
-__all__ = ["moe_model_features", "variant_of"]
+__all__ = ["variant_of"]
 
 Variant = tuple[str | None, str]
 _Cfg = Mapping[str, Any]
@@ -512,177 +508,3 @@ def variant_of(
         return None, f"quant method {method}: its MoE method is not one of the variants"
     ctx = _Ctx(hf_config, tensor_parallel_size, platform_kind, model_type)
     return handler(quantization_config or {}, ctx)
-
-
-# ======================================================================== models
-
-
-def _in_dtype(text: _Cfg, top: _Cfg) -> str:
-    """Model dtype under ``--dtype auto``: config dtype, float32 downcast to the
-    platform's first dtype (bfloat16 on GPUs) (config/model.py:2423)."""
-    raw = (
-        text.get("dtype")
-        or text.get("torch_dtype")
-        or top.get("dtype")
-        or top.get("torch_dtype")
-        or "bfloat16"
-    )
-    raw = str(raw).replace("torch.", "")
-    return "float16" if raw in ("float16", "half") else "bfloat16"
-
-
-def _qwen3_moe(c: _Cfg) -> dict[str, Any]:
-    """qwen3_moe.py:203 (renormalize=norm_topk_prob; HF default False)."""
-    return {"num_experts": c.get("num_experts"), "renormalize": bool(c.get("norm_topk_prob"))}
-
-
-def _qwen3_next(c: _Cfg) -> dict[str, Any]:
-    """qwen3_next.py:223 (renormalize=getattr(norm_topk_prob, True)); qwen3_5.py:173 builds
-    the same block for model_type qwen3_5_moe_text."""
-    return {"num_experts": c.get("num_experts"), "renormalize": bool(c.get("norm_topk_prob", True))}
-
-
-def _deepseek_v2(c: _Cfg) -> dict[str, Any]:
-    """deepseek_v2.py:374: grouped top-k, n_group/topk_group default 1, scoring_func default
-    softmax, e_score_correction_bias iff topk_method noaux_tc (:327), router dtype fp32 iff
-    moe_router_dtype float32 or glm_moe_dsa (:135)."""
-    fp32 = c.get("moe_router_dtype") == "float32" or c.get("model_type") == "glm_moe_dsa"
-    return {
-        "num_experts": c.get("n_routed_experts"),
-        "renormalize": bool(c.get("norm_topk_prob")),
-        "scoring": c.get("scoring_func", "softmax"),
-        "groups": c.get("n_group", 1),
-        "bias": c.get("topk_method") == "noaux_tc",
-        "router_logits_dtype": "float32" if fp32 else None,
-    }
-
-
-def _fam_deepseek_v4(c: _Cfg) -> dict[str, Any]:
-    """models/deepseek_v4/nvidia/model.py:241-447: scoring_func default sqrtsoftplus,
-    router_logits_dtype float32, hash routing (gate.tid2eid) on the first num_hash_layers
-    MoE layers, swiglu_limit from config."""
-    hash_layers = int(c.get("num_hash_layers") or 0)
-    return {
-        "num_experts": c.get("n_routed_experts"),
-        "renormalize": bool(c.get("norm_topk_prob")),
-        "scoring": c.get("scoring_func", "sqrtsoftplus"),
-        "bias": c.get("topk_method") == "noaux_tc",
-        "router_logits_dtype": "float32",
-        "has_hash_routing": False,
-        "hash_layers": hash_layers,
-        "swiglu_limit": c.get("swiglu_limit"),
-    }
-
-
-def _gpt_oss(c: _Cfg) -> dict[str, Any]:
-    """gpt_oss.py:390: renormalize True, has_bias True, activation swigluoai."""
-    return {
-        "num_experts": c.get("num_local_experts"),
-        "renormalize": True,
-        "has_bias": True,
-        "activation": "SWIGLUOAI",
-        "intermediate": c.get("intermediate_size"),
-    }
-
-
-def _mixtral(c: _Cfg) -> dict[str, Any]:
-    """mixtral.py:118: renormalize True, softmax."""
-    return {
-        "num_experts": c.get("num_local_experts"),
-        "renormalize": True,
-        "intermediate": c.get("intermediate_size"),
-    }
-
-
-def _llama4(c: _Cfg) -> dict[str, Any]:
-    """llama4.py:132: custom_routing_function Llama4MoE.custom_routing_function ->
-    RoutingMethodType.Llama4 (router/custom_routing_router.py:37); MoE layers only when
-    interleave_moe_layer_step > 0 (:340)."""
-    experts = c.get("num_local_experts") if (c.get("interleave_moe_layer_step", 1) or 0) > 0 else 0
-    return {
-        "num_experts": experts,
-        "renormalize": False,
-        "routing": "Llama4",
-        "intermediate": c.get("intermediate_size"),
-    }
-
-
-_FAMILIES: dict[str, Callable[[_Cfg], dict[str, Any]]] = {
-    "Qwen3MoeForCausalLM": _qwen3_moe,
-    "Qwen3NextForCausalLM": _qwen3_next,
-    "Qwen3_5MoeForCausalLM": _qwen3_next,
-    "Qwen3_5MoeForConditionalGeneration": _qwen3_next,
-    "DeepseekV2ForCausalLM": _deepseek_v2,
-    "DeepseekV3ForCausalLM": _deepseek_v2,
-    "DeepseekV4ForCausalLM": _fam_deepseek_v4,
-    "GptOssForCausalLM": _gpt_oss,
-    "MixtralForCausalLM": _mixtral,
-    "Llama4ForCausalLM": _llama4,
-    "Llama4ForConditionalGeneration": _llama4,
-}
-"""registry.py architectures -> the model file whose FusedMoEFactory call is read."""
-
-_EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
-
-
-def _text_config(hf_config: _Cfg) -> tuple[_Cfg, str | None]:
-    """hf_text_config (transformers_utils/config.py:1258 get_text_config) and its
-    model_type; a text_config without one gets the class default ``<top>_text``."""
-    text = hf_config.get("text_config")
-    if not isinstance(text, Mapping):
-        return hf_config, hf_config.get("model_type")
-    top = hf_config.get("model_type")
-    return text, text.get("model_type") or (f"{top}_text" if top else None)
-
-
-def _routing_of(fam: Mapping[str, Any]) -> str:
-    """The routing method of a family's factory arguments."""
-    if "routing" in fam:
-        return str(fam["routing"])
-    return routing_method_type(
-        str(fam.get("scoring", "softmax")),
-        0,
-        bool(fam.get("renormalize")),
-        fam.get("groups"),
-        bool(fam.get("bias")),
-    )
-
-
-def moe_model_features(hf_config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The fused-MoE layer's features the selection walk reads, or ``None`` when the model
-    has no fused-MoE layer. Unknown families keep the shape keys, ``routing_method``
-    None, and list what could not be read under ``unknown``."""
-    text, model_type = _text_config(hf_config)
-    arch = next((a for a in hf_config.get("architectures") or [] if a in _FAMILIES), None)
-    if arch is None:
-        experts = next((text.get(k) for k in _EXPERT_KEYS if text.get(k)), None)
-        if not experts:
-            return None
-        fam: dict[str, Any] = {"num_experts": experts}
-    else:
-        fam = _FAMILIES[arch](text)
-        if not fam.get("num_experts"):
-            return None
-    dtype = _in_dtype(text, hf_config)
-    activation = str(fam.get("activation", "SILU"))
-    features: dict[str, Any] = {
-        "model_type": model_type,
-        "architecture": arch,
-        "num_experts": fam["num_experts"],
-        "top_k": text.get("num_experts_per_tok"),
-        "hidden_dim": text.get("hidden_size"),
-        "intermediate_size": fam.get("intermediate", text.get("moe_intermediate_size")),
-        "activation": activation,
-        "is_act_and_mul": not activation.endswith("_NO_MUL"),
-        "routing_method": _routing_of(fam) if arch else None,
-        "has_bias": bool(fam.get("has_bias", False)),
-        "router_logits_dtype": fam.get("router_logits_dtype") or dtype,
-        "in_dtype": dtype,
-        "has_hash_routing": bool(fam.get("has_hash_routing", False)),
-        "swiglu_limit": fam.get("swiglu_limit"),
-    }
-    if "hash_layers" in fam:
-        features["hash_layers"] = fam["hash_layers"]
-    if arch is None:
-        features["unknown"] = ["routing_method", "activation", "has_bias", "router_logits_dtype"]
-    return features
