@@ -17,7 +17,8 @@ import pytest
 
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, Request, resolve_args
-from kernelcfg.flags import argv, serve_parser
+from kernelcfg.flags import argv
+from kernelcfg.flags.serve_line import parser as serve_parser
 from kernelcfg.vllm import releases
 
 from .cli_helpers import run
@@ -365,7 +366,7 @@ def _dotted_value_as_vllm(text: str) -> object:
     integer, else the text."""
     import json as json_mod
 
-    from kernelcfg.flags.serve_parser import human_readable_int
+    from kernelcfg.flags.serve_line.parser import human_readable_int
 
     try:
         return json_mod.loads(text)

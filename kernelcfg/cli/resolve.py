@@ -243,7 +243,8 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
     import os
 
     from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.flags import argv, serve_parser
+    from kernelcfg.flags import argv
+    from kernelcfg.flags.serve_line import parser as serve_parser
     from kernelcfg.vllm import releases
 
     serve = argv.split_serve(flags)[1]

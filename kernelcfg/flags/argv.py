@@ -6,7 +6,7 @@ after the model; in option names, ``_`` becomes ``-`` before the first ``.``;
 ``-O3``/``-O=3``/``-O 3`` become ``--optimization-level``; dotted keys
 (``--kernel-config.moe_backend=x``) are gathered into one JSON value per option,
 appended last (so it replaces a whole-JSON value). Then the release's own ``vllm
-serve`` parser (:mod:`kernelcfg.flags.serve_parser`) reads the words, and the options that
+serve`` parser (:mod:`kernelcfg.flags.serve_line.parser`) reads the words, and the options that
 bear on kernels are checked here, with kernelcfg's messages; the others are accepted.
 """
 
@@ -27,7 +27,8 @@ from kernelcfg.base import bounded
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.base.problems import Problem
-from kernelcfg.flags import model_config, serve_parser
+from kernelcfg.flags import model_config
+from kernelcfg.flags.serve_line import parser as serve_parser
 from kernelcfg.vllm.context import COMPILATION_MODES, CUDAGRAPH_MODES
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.kernel_config import values
