@@ -244,7 +244,7 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
 
     from kernelcfg.base.errors import KernelcfgError
     from kernelcfg.flags import argv
-    from kernelcfg.flags.serve_line import parser as serve_parser
+    from kernelcfg.flags.serve_line.parser import options
     from kernelcfg.vllm import releases
 
     serve = argv.split_serve(flags)[1]
@@ -252,7 +252,7 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
         return flags, {}
     try:
         release = releases.choose(argv.split_version(flags), os.environ).release
-        theirs = serve_parser.options(release).strings
+        theirs = options(release).strings
     except KernelcfgError:
         return flags, {}
     late: dict[str, str] = {}

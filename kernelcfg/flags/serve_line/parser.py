@@ -1,12 +1,13 @@
 """The ``vllm serve`` argument parser of a release, rebuilt with argparse from its data.
 
 vLLM's ``FlexibleArgumentParser`` is the standard library's argparse plus a
-pre-processing pass (done in :mod:`kernelcfg.flags.argv`). This module rebuilds the argparse
-part from ``releases/serve-X.Y.Z.json`` — every option string, its action, arity, type
-and choices, in vLLM's order — so that prefix matching, ambiguity, ``--no-`` forms,
-arity, types, choices and "unrecognized arguments" decide exactly as ``vllm serve``
-does. The options kernelcfg reads itself (:data:`RAW_DESTS`) keep their raw text, for
-:mod:`kernelcfg.flags.argv` to check with kernelcfg's own messages.
+pre-processing pass (:mod:`.preprocess`). This module rebuilds the argparse part from
+``releases/serve-X.Y.Z.json`` — every option string, its action, arity, type
+(:mod:`.value_types`) and choices, in vLLM's order — so that prefix matching, ambiguity,
+``--no-`` forms, arity, types, choices and "unrecognized arguments" decide exactly as
+``vllm serve`` does. The options kernelcfg reads itself (:data:`RAW_DESTS`) keep their
+raw text, for :mod:`kernelcfg.flags.kernel_flags` to check with kernelcfg's own
+messages.
 
 The parser is built once per release per process.
 """
@@ -22,9 +23,10 @@ from typing import Any, NoReturn
 
 from kernelcfg.base.bounded import shown
 from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.flags.serve_line.value_types import type_of
 from kernelcfg.vllm.releases import Release
 
-__all__ = ["RAW_DESTS", "ServeOptions", "options", "parse", "unknown_key"]
+__all__ = ["MAX_OPTIONS", "RAW_DESTS", "ServeOptions", "options", "read_with_argparse"]
 
 RAW_DESTS = frozenset(
     {
@@ -50,167 +52,6 @@ class _RefusedError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise _RefusedError(message)
-
-
-# --- vLLM's type callables, rebuilt (same accept/refuse decisions) -----------------
-
-_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def human_readable_int(value: str) -> int:
-    """``8k`` is 8000, ``8K`` 8192; a decimal with a binary suffix is refused."""
-    value = value.strip()
-    match = _HUMAN.fullmatch(value)
-    if match:
-        number, suffix = match.groups()
-        if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
-        try:
-            return int(number) * _BINARY[suffix]
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
-                f"to use {number}{suffix.lower()} instead?"
-            ) from None
-    return int(value)
-
-
-def human_readable_int_or_auto(value: str) -> int:
-    """As :func:`human_readable_int`, plus ``-1`` or ``auto`` (any case) for -1."""
-    value = value.strip()
-    if value == "-1" or value.lower() == "auto":
-        return -1
-    return human_readable_int(value)
-
-
-def _parse_type(inner: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse_type(value: str) -> Any:
-        try:
-            return inner(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"Value {value} cannot be converted to {getattr(inner, '__name__', inner)}."
-            ) from None
-
-    return parse_type
-
-
-def _optional_type(inner: Callable[[str], Any]) -> Callable[[str], Any]:
-    parse = _parse_type(inner)
-
-    def optional_type(value: str) -> Any:
-        if value in ("", "None"):
-            return None
-        return parse(value)
-
-    return optional_type
-
-
-_OBJECT = re.compile(r"(?s)^\s*{.*}\s*$")
-
-
-def union_dict_and_str(value: str) -> Any:
-    """A JSON object when the text looks like one, else the text itself."""
-    if not _OBJECT.match(value):
-        return value
-    return _optional_type(json.loads)(value)
-
-
-def reasoning_parser(value: str) -> str:
-    """``none`` in any case means no reasoning parser."""
-    return "" if value.lower() == "none" else value
-
-
-def lower_dash(value: str) -> str:
-    """vLLM's backend spelling rule: lower case, ``-`` to ``_``."""
-    return value.lower().replace("-", "_")
-
-
-def device_ids(value: str) -> list[int | str]:
-    """Comma-separated ids; all-digit ones become integers."""
-    parts = (p.strip() for p in value.split(","))
-    return [int(p) if p.isdigit() else p for p in parts]
-
-
-_HUMAN_IN_JSON = re.compile(r'"(?:[^"\\]|\\.)*"|\b(\d+(?:\.\d+)?[kKmMgGtT])\b')
-
-
-def expand_human_numbers(text: str) -> str:
-    """Unquoted ``8k``/``1K`` tokens of JSON text as integers, as vLLM's config
-    options read them before validation."""
-
-    def one(match: re.Match[str]) -> str:
-        token = match.group(1)
-        return match.group(0) if token is None else str(human_readable_int(token))
-
-    return _HUMAN_IN_JSON.sub(one, text)
-
-
-def unknown_key(value: dict[str, Any], fields: dict[str, Any], path: str = "") -> str | None:
-    """The first key of ``value`` (nested where the fields are known) that the config
-    dataclass does not have, with the closest field; ``None`` when all are known."""
-    for key, item in value.items():
-        if key not in fields:
-            near = closest(str(key), list(fields))
-            hint = f" (did you mean {near!r}?)" if near else ""
-            return f"{path + str(key)!r} is not a field of it{hint}"
-        sub = fields[key]
-        if isinstance(sub, dict) and isinstance(item, dict):
-            found = unknown_key(item, sub, f"{path}{key}.")
-            if found:
-                return found
-    return None
-
-
-def _dataclass(fields: dict[str, Any] | None) -> Callable[[str], dict[str, Any]]:
-    """A config-dataclass option: a JSON object whose keys the dataclass has (its values
-    are vLLM's to check)."""
-
-    def parse_dataclass(value: str) -> dict[str, Any]:
-        try:
-            found = json.loads(expand_human_numbers(value))
-        except (ValueError, RecursionError):
-            raise argparse.ArgumentTypeError(f"invalid JSON: {shown(value)}") from None
-        if not isinstance(found, dict):
-            raise argparse.ArgumentTypeError(f"expected a JSON object, got {shown(value)}")
-        problem = unknown_key(found, fields) if fields is not None else None
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
-        return found
-
-    return parse_dataclass
-
-
-_BASE_TYPES: dict[str, Callable[[str], Any]] = {
-    "int": int,
-    "float": float,
-    "str": str,
-    "json": json.loads,
-    "human_readable_int": human_readable_int,
-    "human_readable_int_or_auto": human_readable_int_or_auto,
-    "union_dict_and_str": union_dict_and_str,
-    "reasoning_parser": reasoning_parser,
-    "lower_dash": lower_dash,
-    "device_ids": device_ids,
-}
-
-
-def _type(code: str | None, fields: dict[str, Any] | None = None) -> Callable[[str], Any] | None:
-    if code is None:
-        return None
-    if code.startswith("optional:"):
-        inner = _type(code.removeprefix("optional:"), fields)
-        assert inner is not None
-        return _optional_type(inner)
-    if code.startswith("parse:"):
-        inner = _type(code.removeprefix("parse:"), fields)
-        assert inner is not None
-        return _parse_type(inner)
-    if code.startswith("dataclass:"):
-        return _dataclass(fields)
-    return _BASE_TYPES[code]
 
 
 # --- actions ----------------------------------------------------------------------
@@ -334,7 +175,7 @@ class ServeOptions:
         }
         """Each option string's option, for the plain-line fast path."""
         self.converters: dict[str, Callable[[str], Any] | None] = {
-            o["dest"]: None if o["dest"] in RAW_DESTS else _type(o.get("type"), o.get("fields"))
+            o["dest"]: None if o["dest"] in RAW_DESTS else type_of(o.get("type"), o.get("fields"))
             for o in data["options"]
         }
         """Each option's type callable (``None``: kept as text), for argparse and the
@@ -406,138 +247,15 @@ def options(release: Release) -> ServeOptions:
     return ServeOptions(data_file(f"serve-{release.version}.json"))
 
 
-_SIMPLE_FLAGS = frozenset({"store_true", "store_false", "store_const", "boolean"})
-
-
-def _plain(serve: ServeOptions, tokens: list[str]) -> dict[str, Any] | None:
-    """argparse's result for a plain line, without argparse's per-call walk over all
-    ~330 options: every option named exactly, values that do not start with ``-`` (one,
-    or a list for ``nargs="+"``: ``--served-model-name a b``), at most one positional,
-    every value accepted. ``None`` for anything else, which argparse then reads (and
-    refuses with its own message). It pays: 0.3 ms of each ``--batch`` line went to that
-    walk (``make bench``); a line with ``--served-model-name`` 199 -> 86 µs."""
-    given: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    earlier: dict[str, list[Any]] = {}
-    i = 0
-    while i < len(tokens):
-        word = tokens[i]
-        if not word.startswith("-"):
-            if "model_tag" in given:
-                return None
-            given["model_tag"] = word
-            i += 1
-            continue
-        raw = serve.exact.get(word.partition("=")[0])
-        read = _plain_option(serve, raw, tokens, i) if raw is not None else None
-        if read is None:
-            return None
-        value, origin, i = read
-        dest = raw["dest"] if raw is not None else ""
-        if dest in RAW_DESTS and raw is not None and raw["action"] == "store":
-            earlier.setdefault(dest, []).append(value)
-        given[dest] = value
-        origins[dest] = getattr(origin, "origin", "flag")
-        i += 1
-    given["_origins"] = origins
-    if earlier:
-        given["_earlier"] = earlier
-    return given
-
-
-def _plain_option(
-    serve: ServeOptions, raw: dict[str, Any], tokens: list[str], i: int
-) -> tuple[Any, object, int] | None:
-    """The value of the option at ``tokens[i]``, the word it came from and the index of
-    its last word; ``None`` when argparse must read it."""
-    word = tokens[i]
-    name, eq, _ = word.partition("=")
-    kind = raw["action"]
-    if kind in _SIMPLE_FLAGS:
-        if eq:
-            return None
-        value: Any = {
-            "store_true": True,
-            "store_false": False,
-            "store_const": raw.get("const"),
-        }.get(kind, name not in raw.get("negative", ()))
-        return value, word, i
-    read = _PLAIN_STORES.get(raw.get("nargs")) if kind == "store" else None
-    return read(serve, raw, tokens, i) if read is not None else None
-
-
-def _plain_one(
-    serve: ServeOptions, raw: dict[str, Any], tokens: list[str], i: int
-) -> tuple[Any, object, int] | None:
-    """A single-valued option: its inline value (``--port=1``) or the next word."""
-    word = tokens[i]
-    _, eq, inline = word.partition("=")
-    origin: object
-    if eq:
-        text, origin = inline, word
-    elif i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
-        i += 1
-        text = origin = tokens[i]
-    else:
-        return None
-    value = _plain_value(raw, serve.converters[raw["dest"]], text)
-    return None if value is _REFUSED else (value, origin, i)
-
-
-def _plain_list(
-    serve: ServeOptions, raw: dict[str, Any], tokens: list[str], i: int
-) -> tuple[Any, object, int] | None:
-    """A ``nargs="+"`` option (``--served-model-name a b``): its inline value, or every
-    following word up to the next option. A word that starts with ``-`` and is not an
-    option named exactly may be a value to argparse (``-1``), which then reads the line."""
-    word = tokens[i]
-    _, eq, inline = word.partition("=")
-    texts = [inline]
-    end = i
-    if not eq:
-        while end + 1 < len(tokens) and not tokens[end + 1].startswith("-"):
-            end += 1
-        texts = tokens[i + 1 : end + 1]
-        after = tokens[end + 1] if end + 1 < len(tokens) else None
-        if not texts or (after is not None and after.partition("=")[0] not in serve.exact):
-            return None
-    convert = serve.converters[raw["dest"]]
-    values = [_plain_value(raw, convert, text) for text in texts]
-    return None if any(v is _REFUSED for v in values) else (values, word, end)
-
-
-_REFUSED = object()
-
-_PLAIN_STORES = {None: _plain_one, "+": _plain_list}
-"""The ``store`` options the plain reader takes itself, by ``nargs``."""
-
-
-def _plain_value(raw: dict[str, Any], convert: Callable[[str], Any] | None, text: str) -> Any:
-    """The value argparse would store, or ``_REFUSED`` (argparse then says why)."""
-    if raw["dest"] in RAW_DESTS:
-        return text
-    try:
-        value = convert(text) if convert is not None else text
-    except Exception:
-        return _REFUSED
-    choices = raw.get("choices")
-    if choices is not None and value not in choices:
-        return _REFUSED
-    return value
-
-
 MAX_OPTIONS = 1000
 """The most option words a line read by argparse may hold: argparse looks ahead over
 every option at each one (10,000 unknown options took 10 s)."""
 
 
-def parse(release: Release, tokens: list[str]) -> dict[str, Any]:
-    """What ``vllm serve`` makes of pre-processed ``tokens``: the given options by
-    ``dest`` (``_origins`` says where each came from); one line on refusal."""
-    serve = options(release)
-    plain = _plain(serve, tokens)
-    if plain is not None:
-        return plain
+def read_with_argparse(serve: ServeOptions, release: Release, tokens: list[str]) -> dict[str, Any]:
+    """What argparse, set up as the release's ``vllm serve``, makes of pre-processed
+    ``tokens``: the given options by ``dest`` (``_origins`` says where each came from);
+    one line on refusal."""
     given = sum(1 for token in tokens if token[:1] == "-")
     if given > MAX_OPTIONS:
         raise ArgumentError(
