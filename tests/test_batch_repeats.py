@@ -177,7 +177,7 @@ def test_words_with_a_long_value_are_not_kept() -> None:
 def test_a_context_with_a_long_environment_value_is_not_kept() -> None:
     """Verdicts are kept per context, unless its key holds more than SMALL characters
     of the user's words (here an environment value that a rule reads)."""
-    from kernelcfg.checks.constraints import Context, _env_names
+    from kernelcfg.checks.verdicts import Context, _env_names
     from kernelcfg.targets.presets import resolve_target
 
     target = resolve_target(device="mi300x")
