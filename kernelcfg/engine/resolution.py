@@ -406,15 +406,11 @@ def _constraints(
 
 
 def _selections(
-    release: Release,
-    inputs: Inputs,
-    target: Target,
-    config: dict[str, Any] | None,
-    result: Resolution,
-    all2all: str,
+    inputs: Inputs, config: dict[str, Any] | None, result: Resolution, all2all: str
 ) -> None:
     """Step 7 (kernelcfg's own): the attention config and hash, and what vLLM picks for
-    the fields left to its choice."""
+    the fields left to its choice (for ``result``'s release and target)."""
+    release, target = result.release, result.target
     result.attention = resolve_attention(release, inputs, target, result.problems)
     if result.attention is not None and result.attention.selection is not None:
         result.selection["attention"] = result.attention.selection
@@ -432,6 +428,15 @@ def _selections(
         from kernelcfg.engine.linear import explicit_problems as linear_problems
 
         result.problems += linear_problems(release, inputs, target, config["linear_backend"])
+    _moe_selection(inputs, config, result, all2all)
+
+
+def _moe_selection(
+    inputs: Inputs, config: dict[str, Any], result: Resolution, all2all: str
+) -> None:
+    """The MoE part of step 7: an explicit value no install can run, the all2all
+    backend's library, and what ``--moe-backend auto`` takes for the model's layers."""
+    release, target = result.release, result.target
     if config.get("moe_backend", "auto") != "auto":
         from kernelcfg.engine.moe import explicit_problems  # cold start
 
@@ -481,36 +486,12 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     ctx = ResolutionContext(target, comp, all2all, inputs.architectures, inputs.env)
     if config is not None:
         _platform_defaults(release, inputs, config, ctx, result)
-        level = release.level_defaults(inputs.optimization_level)
-        if (
-            config.get("enable_flashinfer_autotune") is None
-            and "enable_flashinfer_autotune" in level
-        ):
-            config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
-            result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
+        _level_defaults(release, inputs, config, result)
     _late_compilation(release, comp, inputs, breakable, result)
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
-    _selections(release, inputs, target, config, result, ctx.all2all_backend)
-
-    result.compilation = {
-        "mode": comp.mode,
-        "backend": comp.backend,
-        "cudagraph_mode": comp.cudagraph_mode,
-        "optimization_level": inputs.optimization_level,
-    }
-    result.parallel = {
-        "all2all_backend": ctx.all2all_backend,
-        "enable_expert_parallel": inputs.enable_expert_parallel,
-        "data_parallel_size": inputs.data_parallel_size,
-        "tensor_parallel_size": inputs.tensor_parallel_size,
-    }
-    for key in (*result.parallel, "optimization_level"):
-        if key in inputs.sources:
-            name = key if key in result.parallel else f"compilation.{key}"
-            result.sources[name] = inputs.sources[key]
-    if ctx.all2all_backend != all2all:
-        result.sources["all2all_backend"] = "bound by moe_backend"
+    _selections(inputs, config, result, ctx.all2all_backend)
+    _summary(inputs, comp, result, ctx.all2all_backend, all2all)
     if config is None:
         return result
 
@@ -526,3 +507,36 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
             op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()
         }
     return result
+
+
+def _level_defaults(
+    release: Release, inputs: Inputs, config: dict[str, Any], result: Resolution
+) -> None:
+    """The optimisation level's default of the FlashInfer autotune, where not given."""
+    level = release.level_defaults(inputs.optimization_level)
+    if config.get("enable_flashinfer_autotune") is None and "enable_flashinfer_autotune" in level:
+        config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
+        result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
+
+
+def _summary(inputs: Inputs, comp: Compilation, result: Resolution, bound: str, given: str) -> None:
+    """The compilation and parallel parts of ``result``, with where each came from
+    (``bound``: the all2all backend after the MoE backend's binding, ``given`` before)."""
+    result.compilation = {
+        "mode": comp.mode,
+        "backend": comp.backend,
+        "cudagraph_mode": comp.cudagraph_mode,
+        "optimization_level": inputs.optimization_level,
+    }
+    result.parallel = {
+        "all2all_backend": bound,
+        "enable_expert_parallel": inputs.enable_expert_parallel,
+        "data_parallel_size": inputs.data_parallel_size,
+        "tensor_parallel_size": inputs.tensor_parallel_size,
+    }
+    for key in (*result.parallel, "optimization_level"):
+        if key in inputs.sources:
+            name = key if key in result.parallel else f"compilation.{key}"
+            result.sources[name] = inputs.sources[key]
+    if bound != given:
+        result.sources["all2all_backend"] = "bound by moe_backend"

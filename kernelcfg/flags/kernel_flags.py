@@ -66,12 +66,12 @@ def apply(release: Release, inputs: Inputs, given: dict[str, Any]) -> None:
     for dest, occurrences in given.pop("_earlier", {}).items():
         for value in occurrences[:-1]:  # each is checked as vLLM checks it; the last counts
             with contextlib.suppress(EngineError):
-                _apply(release, Inputs(), dest, _flag(release, dest), value, "flag")
+                _apply(release, Inputs(), dest, value, "flag")
     for dest, value in given.items():
         origin = origins.get(dest, "flag")
         if dest in RAW_DESTS:
             try:
-                _apply(release, inputs, dest, _flag(release, dest), value, origin)
+                _apply(release, inputs, dest, value, origin)
             except EngineError as exc:  # read fine; vLLM refuses it building the engine
                 inputs.notes.append(Problem.from_error(exc))
         elif dest in _KERNEL_BOOLEANS:
@@ -99,8 +99,9 @@ def _flag(release: Release, dest: str) -> str:
     return options(release).flag(dest)
 
 
-def _apply(release: Release, inputs: Inputs, dest: str, flag: str, tok: str, origin: str) -> None:
+def _apply(release: Release, inputs: Inputs, dest: str, tok: str, origin: str) -> None:
     """One option whose raw text kernelcfg checks (RAW_DESTS)."""
+    flag = _flag(release, dest)
     value = str(tok)
     inputs.sources[dest] = origin
     if dest in _NORMALISED or dest == "all2all_backend":

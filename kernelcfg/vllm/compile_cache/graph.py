@@ -406,8 +406,17 @@ def _splitting_ops(b: Build) -> None:
     if cc["mode"] != VLLM_COMPILE:
         if cc["splitting_ops"] is None:
             cc["splitting_ops"] = []
-        _deepep_ht(b, dp)
-        return
+    else:
+        _compiled_splitting_ops(b)
+    _deepep_ht(b, dp)
+
+
+def _compiled_splitting_ops(b: Build) -> None:
+    """The split under ``VLLM_COMPILE``: none when attention and quantisation fuse outside
+    an inductor partition (piecewise graphs then become full ones), else the attention
+    ops (and the KV-cache update ops, their rope fusions off, without a partition); an
+    empty list given leaves nothing piecewise."""
+    cc = b.cc
     if cc["pass_config"].get("fuse_attn_quant") and not cc["use_inductor_graph_partition"]:
         if cc["splitting_ops"] is None:
             cc["splitting_ops"] = []
@@ -427,7 +436,6 @@ def _splitting_ops(b: Build) -> None:
             cc["cudagraph_mode"] = "NONE"
         elif cc["cudagraph_mode"] == "FULL_AND_PIECEWISE":
             cc["cudagraph_mode"] = "FULL"
-    _deepep_ht(b, dp)
 
 
 def _off(passes: dict[str, Any], flag: str) -> Any:
