@@ -9,7 +9,7 @@ from 0.34.0, its factor dict) and the whole config hash, for one launch.
   the version; its hash is ``hash_factors`` (:func:`kernelcfg.vllm.kernel_config.hashing.digest`).
 
 Which fields each config hashes, its defaults and how it hashes are release data
-(``compile-config-X.Y.Z.json``, from ``scripts/compile_config_data.py``); the values
+(``compile-config-X.Y.Z.json``, from ``scripts/release/compile_config.py``); the values
 vLLM derives at start-up are the rules of :mod:`kernelcfg.vllm.compile_cache.rules` and
 :mod:`kernelcfg.vllm.compile_cache.graph`; the kernel and attention configs are
 kernelcfg's own (:mod:`kernelcfg.vllm.kernel_config.hashing`,

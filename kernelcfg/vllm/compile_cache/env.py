@@ -7,7 +7,7 @@ hashes the result with ``hash_factors`` after ``normalize_value`` (both in
 :mod:`kernelcfg.vllm.kernel_config.hashing`).
 
 The parsers are release data (``env-X.Y.Z.json``, written by
-``scripts/env_factors_data.py`` from the wheel): each variable is one of :data:`KINDS`
+``scripts/release/compile_env.py`` from the wheel): each variable is one of :data:`KINDS`
 with its parameters. Three defaults depend on more than the environment, given by
 :class:`EnvInputs`: the torch version (``VLLM_USE_AOT_COMPILE``,
 ``VLLM_USE_MEGA_AOT_ARTIFACT``, ``VLLM_COMPILE_ON_ONE_RANK``; the release's pin unless

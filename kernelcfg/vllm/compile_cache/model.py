@@ -5,7 +5,7 @@ and the ``hf_config`` text (transformers' ``to_json_string()`` of the loaded con
 The tables these rules read (field aliases, the length keys, the MLA model types, the
 float16 refusals, the RoPE types whose factor is already applied) are release data of
 ``compile-config-X.Y.Z.json`` (``model_facts``), read from the wheel by
-``scripts/compile_config_data.py``. The ``hf_config`` text needs transformers: it is
+``scripts/release/compile_config.py``. The ``hf_config`` text needs transformers: it is
 imported only here, only when asked, and only when installed; without it the text is
 unknown (:data:`NO_TRANSFORMERS`). Importing it takes seconds where torch is installed,
 so each text is kept on disk (``base.text_cache``), per transformers version and config.

@@ -5,7 +5,7 @@ arguments are read, exit 2); ``--attention-backend`` is a plain string that
 ``EngineArgs.create_engine_config`` turns into the enum (refused there, exit 1); both
 naming a backend is refused there too. The facts (the backend enum with its class
 paths, the fields with their defaults, choices and bounds) come from the release's
-``attention-X.Y.Z.json``, written by ``scripts/attention_data.py``.
+``attention-X.Y.Z.json``, written by ``scripts/release/attention_config.py``.
 """
 
 from __future__ import annotations

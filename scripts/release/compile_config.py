@@ -22,8 +22,8 @@ whose source is not one of the shapes below stops the script.
 Usage::
 
     pip download --no-deps -d /tmp/w vllm==0.34.0
-    python scripts/compile_config_data.py /tmp/w/vllm-0.34.0-*.whl
-    python scripts/compile_config_data.py WHEEL --check   # exit 1 when the file would change
+    python scripts/release/compile_config.py /tmp/w/vllm-0.34.0-*.whl
+    python scripts/release/compile_config.py WHEEL --check   # exit 1 when the file would change
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from release_data import RELEASES_DIR, Source, version_of, write_or_check
+from kernel_config import RELEASES_DIR, Source, version_of, write_or_check
 
 FORMAT = 1
 CONFIG_DIR = "vllm/config"

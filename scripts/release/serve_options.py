@@ -1,7 +1,7 @@
 """Write kernelcfg's ``vllm serve`` option data for one release from a parser dump.
 
-``scripts/serve_parser/dump.py``, run inside a throwaway virtual environment that has
-that vLLM release installed (``scripts/serve_parser/venv.sh``), writes every detail of
+``scripts/release/serve_parser/dump.py``, run inside a throwaway virtual environment that has
+that vLLM release installed (``scripts/release/serve_parser/venv.sh``), writes every detail of
 the parser ``vllm serve`` builds. This script keeps what kernelcfg's parser needs and
 writes ``kernelcfg/vllm/releases/serve-X.Y.Z.json``:
 
@@ -13,7 +13,7 @@ writes ``kernelcfg/vllm/releases/serve-X.Y.Z.json``:
   note.
 - ``positional``: MODEL (``model_tag``).
 
-Usage: ``python scripts/serve_options.py DUMP.json [--check]``.
+Usage: ``python scripts/release/serve_options.py DUMP.json [--check]``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "kernelcfg" / "vllm" / "releases"
 
 ACTIONS = {
@@ -131,7 +131,7 @@ def render(data: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dump", help="a parser dump (scripts/serve_parser/dump.py output)")
+    parser.add_argument("dump", help="a parser dump (scripts/release/serve_parser/dump.py output)")
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
     data = compact(json.loads(Path(args.dump).read_text(encoding="utf-8")))

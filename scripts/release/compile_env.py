@@ -14,8 +14,8 @@ entry with the vLLM source it stands for; the script stops when that source chan
 Usage::
 
     pip download --no-deps -d /tmp/w vllm==0.34.0
-    python scripts/env_factors_data.py /tmp/w/vllm-0.34.0-*.whl
-    python scripts/env_factors_data.py WHEEL --check   # exit 1 when the file would change
+    python scripts/release/compile_env.py /tmp/w/vllm-0.34.0-*.whl
+    python scripts/release/compile_env.py WHEEL --check   # exit 1 when the file would change
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from release_data import RELEASES_DIR, Source, version_of, write_or_check
+from kernel_config import RELEASES_DIR, Source, version_of, write_or_check
 
 from kernelcfg.vllm.compile_cache import env as compile_env
 from kernelcfg.vllm.kernel_config.hashing import normalize_value

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Put vLLM release $1 into the throwaway virtual environment $VENV (created on first
-# use), so that scripts/serve_parser/dump.py can read the parser `vllm serve` builds.
+# use), so that scripts/release/serve_parser/dump.py can read the parser `vllm serve` builds.
 # CPU torch from local disk first (so pip never pulls a CUDA build), then the import
 # dependencies of vllm.entrypoints.cli.main at the versions of constraints-common.txt,
 # then the release and the few packages whose pins differ between releases.

@@ -2,9 +2,9 @@
 
 Downloads each ``vllm==X`` wheel (about 300 MB each) with ``pip download --no-deps``
 into ``$KERNELCFG_WHEELS`` (default: a temporary folder) and runs
-``release_data.py --check``, ``attention_data.py --check`` and
-``env_factors_data.py --check`` on it; then installs it
-into a throwaway virtual environment (``scripts/serve_parser/venv.sh``, CPU torch;
+``kernel_config.py --check``, ``attention_config.py --check`` and
+``compile_env.py --check`` on it; then installs it
+into a throwaway virtual environment (``scripts/release/serve_parser/venv.sh``, CPU torch;
 ``$KERNELCFG_SERVE_VENV`` keeps it between runs), dumps the parser ``vllm serve`` builds and checks
 ``serve-X.Y.Z.json`` with ``serve_options.py --check`` (``KERNELCFG_SKIP_SERVE=1``
 skips that half). Exit 1 when any file would change.
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))
 
 from kernelcfg.vllm import releases  # noqa: E402
 
@@ -73,7 +73,7 @@ def main() -> int:
         failed = 0
         for version in releases.known_versions():
             wheel = _wheel(version, folder)
-            for script in ("release_data.py", "attention_data.py", "env_factors_data.py"):
+            for script in ("kernel_config.py", "attention_config.py", "compile_env.py"):
                 proc = subprocess.run(
                     [sys.executable, str(HERE / script), str(wheel), "--check"], check=False
                 )

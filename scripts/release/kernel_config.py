@@ -10,10 +10,10 @@ rewrites, or from ``--rules-from`` for a new release).
 Usage::
 
     pip download --no-deps -d /tmp/w vllm==0.33.0
-    python scripts/release_data.py /tmp/w/vllm-0.33.0-*.whl
-    python scripts/release_data.py /tmp/w/vllm-0.34.0-*.whl --rules-from \\
+    python scripts/release/kernel_config.py /tmp/w/vllm-0.33.0-*.whl
+    python scripts/release/kernel_config.py /tmp/w/vllm-0.34.0-*.whl --rules-from \\
         kernelcfg/vllm/releases/vllm-0.33.0.json
-    python scripts/release_data.py WHEEL --check   # exit 1 when the file would change
+    python scripts/release/kernel_config.py WHEEL --check   # exit 1 when the file would change
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-RELEASES_DIR = Path(__file__).resolve().parent.parent / "kernelcfg" / "vllm" / "releases"
+RELEASES_DIR = Path(__file__).resolve().parents[2] / "kernelcfg" / "vllm" / "releases"
 FORMAT = 1
 CHOICE_ALIASES = ("MoEBackend", "LinearBackend", "SparseIndexerTopkBackend")
 

@@ -10,8 +10,8 @@ written by a maintainer from the source.
 
 Usage::
 
-    python scripts/attention_data.py /tmp/w/vllm-0.33.0-*.whl  # writes attention-0.33.0.json
-    python scripts/attention_data.py WHEEL --check             # exit 1 if it would change
+    python scripts/release/attention_config.py /tmp/w/vllm-0.33.0-*.whl  # attention-0.33.0.json
+    python scripts/release/attention_config.py WHEEL --check   # exit 1 if it would change
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from release_data import RELEASES_DIR, Source, version_of, write_or_check
+from kernel_config import RELEASES_DIR, Source, version_of, write_or_check
 
 FORMAT = 1
 _REGISTRY = "vllm/v1/attention/backends/registry.py"

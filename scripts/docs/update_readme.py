@@ -1,7 +1,7 @@
 """Rewrite the outputs of the ``$ kernelcfg …`` examples in the docs by running them.
 
 Run from the repository root with the tool installed (``.venv/bin`` first on PATH):
-``PATH=.venv/bin:$PATH python scripts/update_readme.py``. ``tests/test_docs.py`` checks
+``PATH=.venv/bin:$PATH python scripts/docs/update_readme.py``. ``tests/test_docs.py`` checks
 that the README still says what the commands print.
 """
 
@@ -12,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "ci.md", ROOT / "docs" / "index.md"]
 
 
