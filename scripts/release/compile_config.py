@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernel_config import RELEASES_DIR, Source, version_of, write_or_check
+from wheel_source import RELEASES_DIR, Source, version_of, write_or_check
 
 FORMAT = 1
 CONFIG_DIR = "vllm/config"

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernel_config import RELEASES_DIR, Source, version_of, write_or_check
+from wheel_source import RELEASES_DIR, Source, version_of, write_or_check
 
 from kernelcfg.vllm.compile_cache import env as compile_env
 from kernelcfg.vllm.kernel_config.hashing import normalize_value

@@ -22,51 +22,18 @@ import argparse
 import ast
 import contextlib
 import hashlib
-import io
 import json
 import re
 import sys
-import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-RELEASES_DIR = Path(__file__).resolve().parents[2] / "kernelcfg" / "vllm" / "releases"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from wheel_source import RELEASES_DIR, Source, version_of, write_or_check
+
 FORMAT = 1
 CHOICE_ALIASES = ("MoEBackend", "LinearBackend", "SparseIndexerTopkBackend")
-
-
-class Source:
-    """The ``vllm/`` tree of a wheel (a ``.whl`` file or an unpacked folder)."""
-
-    def __init__(self, path: Path) -> None:
-        self._zip: zipfile.ZipFile | None = None
-        self._root = path
-        if path.is_file():
-            self._zip = zipfile.ZipFile(path)
-
-    def text(self, rel: str) -> str:
-        """The file as Python reads text: UTF-8, universal newlines."""
-        if self._zip is not None:
-            raw = self._zip.read(rel)
-            return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()
-        return (self._root / rel).read_text(encoding="utf-8")
-
-    def exists(self, rel: str) -> bool:
-        if self._zip is not None:
-            return rel in self._zip.namelist()
-        return (self._root / rel).is_file()
-
-    def python_files(self, folder: str) -> Iterator[str]:
-        if self._zip is not None:
-            names = sorted(self._zip.namelist())
-        else:
-            names = sorted(
-                str(p.relative_to(self._root)) for p in (self._root / folder).rglob("*.py")
-            )
-        for name in names:
-            if name.startswith(folder + "/") and name.endswith(".py"):
-                yield name
 
 
 def _const(node: ast.expr, names: dict[str, Any]) -> Any:
@@ -369,17 +336,6 @@ def removed_envs(src: Source) -> dict[str, str]:
     }
 
 
-def version_of(src: Source, path: Path) -> str:
-    match = re.search(r"vllm-(\d+\.\d+\.\d+)", path.name)
-    if match:
-        return match.group(1)
-    text = src.text("vllm/_version.py")
-    found = re.search(r"version = ['\"]([\d.]+)", text)
-    if not found:
-        raise ValueError(f"cannot tell the vLLM version of {path}")
-    return found.group(1)
-
-
 def build(path: Path, rules: dict[str, Any]) -> dict[str, Any]:
     src = Source(path)
     facts = kernel_facts(src)
@@ -421,17 +377,6 @@ def main(argv: list[str] | None = None) -> int:
     rules_file: Path | None = args.rules_from or (out if out.exists() else None)
     rules = json.loads(rules_file.read_text())["rules"] if rules_file else {}
     return write_or_check(out, dumps(build(args.wheel, rules)), check=args.check)
-
-
-def write_or_check(out: Path, text: str, *, check: bool) -> int:
-    """Write ``text`` to ``out``; with ``check``, only say whether it would change (1)."""
-    if check:
-        same = out.exists() and out.read_text() == text
-        print(f"{out.name}: {'identical' if same else 'DIFFERS'}")
-        return 0 if same else 1
-    out.write_text(text)
-    print(f"wrote {out}")
-    return 0
 
 
 if __name__ == "__main__":
