@@ -1,9 +1,9 @@
 """The compile-cache key of a resolved launch: ``resolve``'s ``compile_cache`` object.
 
-A launch's key has the env part (``vllm.compile_env``: the engine's environment) and the
-config part (``vllm.compile_config``: every sub-config vLLM hashes) computed here; its
-code and compiler parts depend on the install and are taken from an existing cache of
-that install (``--compile-cache``).
+A launch's key has the env part (``vllm.compile_cache.env``: the engine's environment)
+and the config part (``vllm.compile_cache.config``: every sub-config vLLM hashes)
+computed here; its code and compiler parts depend on the install and are taken from an
+existing cache of that install (``--compile-cache``).
 """
 
 from __future__ import annotations

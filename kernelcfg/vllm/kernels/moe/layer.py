@@ -126,7 +126,7 @@ MODEL_KEYS = (
     "in_dtype",
     "model_type",
 )
-"""What :func:`layer_features` needs of the model (``moe_checkpoint.moe_model_features``)."""
+"""What :func:`layer_features` needs of the model (:func:`moe_model_features`)."""
 
 
 def layer_features(model: Mapping[str, Any], layout: Layout) -> dict[str, Any]:
