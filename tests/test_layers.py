@@ -44,6 +44,14 @@ def test_every_module_sits_in_a_layer() -> None:
     assert loose == []
 
 
+def test_vllm_ground_floor_holds_only_what_every_concern_reads() -> None:
+    """``kernelcfg/vllm/`` keeps its concerns in sub-packages (compile_cache, kernels,
+    kernel_config, releases); only the modules every one of them reads stay on the
+    ground floor (docs/architecture.md)."""
+    ground = sorted(p.stem for p in (ROOT / "kernelcfg" / "vllm").glob("*.py"))
+    assert ground == ["__init__", "checkpoint", "context", "inputs"]
+
+
 def test_answers_keep_no_more_than_their_limit() -> None:
     import functools
 
