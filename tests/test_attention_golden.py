@@ -22,8 +22,8 @@ import pytest
 from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.targets.presets import PRESETS, Target
+from kernelcfg.vllm.kernel_config import attention as attention_config
 from kernelcfg.vllm.kernel_config import hashing
-from kernelcfg.vllm.kernels.attention import config as attention_config
 from kernelcfg.vllm.kernels.attention.facts import Features, Selection
 from kernelcfg.vllm.kernels.attention.features import features, platform_of
 from kernelcfg.vllm.kernels.attention.selector import Selector, selector

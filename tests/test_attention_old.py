@@ -21,7 +21,7 @@ from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.targets.presets import PRESETS
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.kernels.attention import config as attention_config
+from kernelcfg.vllm.kernel_config import attention as attention_config
 from kernelcfg.vllm.kernels.attention.facts import Selection
 from kernelcfg.vllm.kernels.attention.features import features, platform_of
 from kernelcfg.vllm.kernels.attention.selector import selector

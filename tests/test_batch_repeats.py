@@ -16,8 +16,8 @@ import pytest
 from kernelcfg.base.answers import SMALL, Answers, small
 from kernelcfg.commands import pipeline
 from kernelcfg.flags import argv
+from kernelcfg.flags.serve_line.preprocess import token
 from kernelcfg.flags.serve_line.read import _READS, _fresh
-from kernelcfg.flags.serve_line.tokens import token
 from kernelcfg.output import parallel, render
 from kernelcfg.vllm import releases
 

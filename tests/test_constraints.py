@@ -8,7 +8,7 @@ import pytest
 from kernelcfg.checks import constraints
 from kernelcfg.targets.presets import PRESETS
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.kernels.attention import config as attention_config
+from kernelcfg.vllm.kernel_config import attention as attention_config
 from kernelcfg.vllm.kernels.quantization import schemes_of_quantization
 
 from .cli_helpers import run

@@ -19,8 +19,7 @@ from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, Request, resolve_args
 from kernelcfg.flags import argv
 from kernelcfg.flags.serve_line import read as serve_line
-from kernelcfg.flags.serve_line.parser import options
-from kernelcfg.flags.serve_line.plain import read_plain
+from kernelcfg.flags.serve_line.parser import options, read_plain
 from kernelcfg.flags.serve_line.value_types import type_of
 from kernelcfg.vllm import releases
 

@@ -11,7 +11,7 @@ from kernelcfg.checks.constraints import Verdict
 from kernelcfg.targets.presets import PRESETS, Target
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
-from kernelcfg.vllm.kernels.attention import config as attention_config
+from kernelcfg.vllm.kernel_config import attention as attention_config
 from kernelcfg.vllm.kernels.attention.facts import Features
 from kernelcfg.vllm.kernels.attention.features import features_of, platform_of
 from kernelcfg.vllm.kernels.attention.selector import Selector, selector

@@ -244,12 +244,13 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
 
     from kernelcfg.base.errors import KernelcfgError
     from kernelcfg.flags import argv
-    from kernelcfg.flags.serve_line.parser import options
     from kernelcfg.vllm import releases
 
     serve = argv.split_serve(flags)[1]
     if not serve:
         return flags, {}
+    from kernelcfg.flags.serve_line.parser import options  # a vllm serve part only
+
     try:
         release = releases.choose(argv.split_version(flags), os.environ).release
         theirs = options(release).strings

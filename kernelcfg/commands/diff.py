@@ -20,7 +20,7 @@ from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, resolve_args
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.compile_cache.key import CacheKey
-from kernelcfg.vllm.kernels.attention import config as attention_config
+from kernelcfg.vllm.kernel_config import attention as attention_config
 
 __all__ = ["Side", "compare", "load_side"]
 

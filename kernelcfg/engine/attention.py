@@ -18,8 +18,8 @@ from kernelcfg.base.errors import EngineError, KernelcfgError
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.kernel_config import attention as attention_config
 from kernelcfg.vllm.kernel_config import hashing
-from kernelcfg.vllm.kernels.attention import config as attention_config
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:

@@ -17,8 +17,6 @@ from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
-from kernelcfg.engine.indexer_topk import topk_selection
-from kernelcfg.engine.linear import linear_selection
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.context import Compilation, ResolutionContext
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
@@ -417,10 +415,14 @@ def _selections(
     if config is None:
         return
     if inputs.hf_config is not None:
+        from kernelcfg.engine.indexer_topk import topk_selection  # cold start: a model only
+
         picked = topk_selection(release, inputs, target, config)
         if picked is not None:
             result.selection["sparse_indexer_topk_backend"] = picked
     if inputs.quant_scheme or inputs.quantization or inputs.hf_config is not None:
+        from kernelcfg.engine.linear import linear_selection  # cold start: a model only
+
         kernel = linear_selection(release, inputs, target, config, result.problems)
         if kernel is not None:
             result.selection["linear_backend"] = kernel

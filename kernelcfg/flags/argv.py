@@ -14,9 +14,8 @@ from functools import cache
 
 from kernelcfg.base import bounded
 from kernelcfg.base.errors import ArgumentError, closest
-from kernelcfg.flags import kernel_flags, model_config
+from kernelcfg.flags import model_config
 from kernelcfg.flags.serve_line import read as serve_line
-from kernelcfg.flags.serve_line.parser import options
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
@@ -121,7 +120,10 @@ def parse(
             serve, own, lambda name, value: _context(ctx, name, value), after_serve=True
         )
     given = serve_line.read(release, head, serve, inputs.notes)
-    kernel_flags.apply(release, inputs, given)
+    if given:  # a line of kernelcfg's options alone loads no parser and gives no meaning
+        from kernelcfg.flags import kernel_flags
+
+        kernel_flags.apply(release, inputs, given)
     env = {**inputs.env, **ctx.env} if ctx.env else inputs.env  # the line's --env wins
     model_config.read(
         inputs,
@@ -218,6 +220,8 @@ def _valued(tokens: list[str], i: int) -> bool:
 def context_after_serve(release: Release) -> dict[str, str]:
     """kernelcfg's context options that stay kernelcfg's after ``vllm serve``: those the
     release's own ``vllm serve`` has no option of the same name for."""
+    from kernelcfg.flags.serve_line.parser import options
+
     theirs = options(release).strings
     return {name: dest for name, dest in CONTEXT_OPTIONS.items() if name not in theirs}
 

@@ -18,17 +18,17 @@ from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, EngineError, closest
 from kernelcfg.base.problems import Problem
 from kernelcfg.flags.serve_line.parser import RAW_DESTS, options
-from kernelcfg.flags.serve_line.tokens import Token, parsed_of
+from kernelcfg.flags.serve_line.preprocess import Token, parsed_of
 from kernelcfg.flags.serve_line.value_types import unknown_key
 from kernelcfg.vllm.context import COMPILATION_MODES, CUDAGRAPH_MODES
 from kernelcfg.vllm.inputs import Inputs
+from kernelcfg.vllm.kernel_config import attention as attention_config
 from kernelcfg.vllm.kernel_config import values
 from kernelcfg.vllm.kernel_config.validation import (
     elsewhere,
     validate_ir_priority,
     validate_kernel_config,
 )
-from kernelcfg.vllm.kernels.attention import config as attention_config
 from kernelcfg.vllm.releases import Release
 
 __all__ = ["apply"]

@@ -11,7 +11,7 @@ from typing import Any
 from kernelcfg.base import bounded
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.base.problems import Problem
-from kernelcfg.flags.serve_line.tokens import token
+from kernelcfg.flags.serve_line.preprocess import token
 
 __all__ = ["expand_config"]
 

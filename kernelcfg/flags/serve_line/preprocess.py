@@ -4,22 +4,58 @@ it); in option names, ``_`` becomes ``-`` before the first ``.``; ``-O3``/``-O=3
 become ``--optimization-level``; dotted keys (``--kernel-config.moe_backend=x``) are
 gathered into one JSON value per option, appended last (so it replaces a whole-JSON
 value). ``--config FILE`` is :mod:`.config_file`'s.
+
+A plain word of the command line stays a plain ``str``; a word from a ``--config``
+file, or a gathered dotted value (with its parsed mapping), is a :class:`Token` that
+carries where it came from.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from argparse import ArgumentTypeError
 from typing import Any
 
 from kernelcfg.base import bounded
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.base.problems import Problem
-from kernelcfg.flags.serve_line.tokens import origin_of, token
-from kernelcfg.flags.serve_line.value_types import human_readable_int
 
-__all__ = ["dotted_value", "gather_dotted", "order_serve_line", "rewrite"]
+__all__ = [
+    "Token",
+    "dotted_value",
+    "gather_dotted",
+    "order_serve_line",
+    "origin_of",
+    "parsed_of",
+    "rewrite",
+    "token",
+]
+
+
+class Token(str):
+    """A word that came from a config file, or a gathered dotted value; plain words
+    of the command line stay plain ``str`` (read with :func:`_origin`, :func:`_parsed`)."""
+
+    origin: str
+    parsed: Any
+
+
+def token(text: str, origin: str = "flag", parsed: Any = None) -> str:
+    if origin == "flag" and parsed is None:
+        return text
+    tok = Token(text)
+    tok.origin = origin
+    tok.parsed = parsed
+    return tok
+
+
+def origin_of(word: str) -> str:
+    return word.origin if type(word) is Token else "flag"
+
+
+def parsed_of(word: str) -> Any:
+    return word.parsed if type(word) is Token else None
+
 
 _CONFIG_TOKEN = re.compile(r"--config(=.+|$)")
 
@@ -122,6 +158,10 @@ def dotted_value(text: str) -> Any:
         raise ArgumentError(
             f"dotted value {bounded.shown(text)}: unusable JSON ({bounded.reason(exc)})"
         ) from None
+    from argparse import ArgumentTypeError  # only for a value JSON does not read
+
+    from kernelcfg.flags.serve_line.value_types import human_readable_int
+
     try:
         return human_readable_int(text)
     except (ValueError, OverflowError, ArgumentTypeError):

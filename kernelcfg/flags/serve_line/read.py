@@ -1,7 +1,7 @@
 """One ``vllm serve`` line read the way the release's ``vllm serve`` reads it, start to
 end: the words ordered as vLLM orders them, ``--config`` expanded (:mod:`.config_file`),
-names rewritten and dotted keys gathered (:mod:`.preprocess`), then parsed (:mod:`.plain`,
-else :mod:`.parser`). A list of words that reads no file is read once per process.
+names rewritten and dotted keys gathered (:mod:`.preprocess`), then parsed
+(:mod:`.parser`). A list of words that reads no file is read once per process.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from typing import Any, NamedTuple
 
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.problems import Problem
-from kernelcfg.flags.serve_line.config_file import expand_config
-from kernelcfg.flags.serve_line.parser import options, read_with_argparse
-from kernelcfg.flags.serve_line.plain import read_plain
-from kernelcfg.flags.serve_line.preprocess import gather_dotted, order_serve_line, rewrite
-from kernelcfg.flags.serve_line.tokens import Token, token
+from kernelcfg.flags.serve_line.preprocess import (
+    Token,
+    gather_dotted,
+    order_serve_line,
+    rewrite,
+    token,
+)
 from kernelcfg.vllm.releases import Release
 
 __all__ = ["parse", "read"]
@@ -34,6 +36,8 @@ def read(
     if serve is not None:
         tokens, insert_at = order_serve_line(serve, head)
     if "--config" in tokens or any(t.startswith("--config=") for t in tokens):
+        from kernelcfg.flags.serve_line.config_file import expand_config  # only then
+
         tokens = expand_config(tokens, notes, insert_at=insert_at, serve=serve is not None)
         return _read(release, tokens, notes)
     return _read_again(release, tokens, notes)
@@ -42,7 +46,10 @@ def read(
 def parse(release: Release, tokens: list[str]) -> dict[str, Any]:
     """What ``vllm serve`` makes of pre-processed ``tokens``: the given options by
     ``dest`` (``_origins`` says where each came from); one line on refusal. A plain line
-    is read without argparse (:mod:`.plain`), anything else by it (:mod:`.parser`)."""
+    is read without argparse, anything else by it (both :mod:`.parser`, loaded with the
+    first line that has words for it: a line of kernelcfg's options alone needs none)."""
+    from kernelcfg.flags.serve_line.parser import options, read_plain, read_with_argparse
+
     serve = options(release)
     plain = read_plain(serve, tokens)
     if plain is not None:

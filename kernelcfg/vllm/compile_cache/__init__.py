@@ -6,5 +6,5 @@ factors and hash, from ``compile-config-X.Y.Z.json``) built by vLLM's start-up r
 and the model part (``model``: transformers' text of the model's config).
 
 The top floor of :mod:`kernelcfg.vllm`: it reads the kernel and attention configs
-(``kernels``, ``kernel_config``), never the other way round.
+(``kernel_config``) and the checkpoint; nothing below reads it.
 """

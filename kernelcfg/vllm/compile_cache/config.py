@@ -13,7 +13,7 @@ Which fields each config hashes, its defaults and how it hashes are release data
 vLLM derives at start-up are the rules of :mod:`kernelcfg.vllm.compile_cache.rules` and
 :mod:`kernelcfg.vllm.compile_cache.graph`; the kernel and attention configs are
 kernelcfg's own (:mod:`kernelcfg.vllm.kernel_config.hashing`,
-:mod:`kernelcfg.vllm.kernels.attention.config`). The model
+:mod:`kernelcfg.vllm.kernel_config.attention`). The model
 config's ``hf_config`` needs transformers (an optional import): without it, or without
 the model's ``config.json``, the model config is reported unknown, and so is the whole
 hash, while every other part stays exact.
@@ -32,8 +32,8 @@ from kernelcfg.vllm.compile_cache.model import ConfigRefusedError, hf_text
 from kernelcfg.vllm.compile_cache.rules import run
 from kernelcfg.vllm.compile_cache.state import UNSET, Build, Launch, config_data
 from kernelcfg.vllm.inputs import Inputs
+from kernelcfg.vllm.kernel_config import attention as attention_facts
 from kernelcfg.vllm.kernel_config.hashing import digest, kernel_hash, normalize_value
-from kernelcfg.vllm.kernels.attention import config as attention_facts
 
 __all__ = [
     "HASH_KINDS",

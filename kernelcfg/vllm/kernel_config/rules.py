@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Protocol
 from kernelcfg.base.errors import EngineError
 from kernelcfg.base.problems import Problem
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND
-from kernelcfg.vllm.kernel_config.defaults import default_ir_op_priority
 from kernelcfg.vllm.kernel_config.values import append_platform_defaults
 from kernelcfg.vllm.releases import Release
 
@@ -104,6 +103,9 @@ def set_platform_defaults(
         validate_flashinfer_moe_ep_model(release, moe_backend, ctx.architectures)
     if release.has_function("bind_passthrough_all2all_backend"):
         bind_passthrough_all2all_backend(release, moe_backend, ctx)
+    # the platform's IR-op defaults: loaded by a resolve, not by the Python API's classes
+    from kernelcfg.vllm.kernel_config.defaults import default_ir_op_priority
+
     append_platform_defaults(lists, default_ir_op_priority(release, ctx))
 
 

@@ -50,7 +50,7 @@ class Selector:
 
     def kernel(self, name: str | None) -> str | None:
         """The backend's class name, as vLLM's log names it."""
-        from kernelcfg.vllm.kernels.attention.config import facts
+        from kernelcfg.vllm.kernel_config.attention import facts
 
         found = facts(self.version)
         path = found.backends.get(name) if found is not None and name else None
