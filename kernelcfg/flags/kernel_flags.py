@@ -34,6 +34,8 @@ from kernelcfg.vllm.releases import Release
 __all__ = ["apply"]
 
 _NORMALISED = {"moe_backend", "linear_backend", "sparse_indexer_topk_backend"}
+"""The backend fields whose values vLLM normalises (lower case, ``-`` to ``_``) before
+checking them against the release's choices."""
 
 
 _MODEL_OPTIONS = frozenset(
@@ -58,6 +60,7 @@ _KERNEL_BOOLEANS = (
     "enable_expert_parallel",
     "monokernel",
 )
+"""The on/off options kept on the inputs as given."""
 
 
 def apply(release: Release, inputs: Inputs, given: dict[str, Any]) -> None:
