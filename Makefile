@@ -61,11 +61,11 @@ bench: $(STAMP)  ## cold start, batch rate, memory: ratios from one run
 	$(PY) bench/bench.py
 
 docs: $(STAMP)  ## regenerate docs/reference.md (every command's help) and the README's outputs
-	$(PY) scripts/reference_docs.py
-	PATH=$(VENV)/bin:$$PATH $(PY) scripts/update_readme.py
+	$(PY) scripts/docs/reference_docs.py
+	PATH=$(VENV)/bin:$$PATH $(PY) scripts/docs/update_readme.py
 
 releases-check: $(STAMP)  ## regenerate every release file from its wheel; must be byte-identical
-	$(PY) scripts/releases_check.py
+	$(PY) scripts/release/check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

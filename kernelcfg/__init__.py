@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from kernelcfg.commands.pipeline import Failure, Request, resolve_args
     from kernelcfg.engine.resolution import Resolution, resolve
     from kernelcfg.targets.presets import PRESETS, Target, detect, resolve_target
-    from kernelcfg.vllm.api import ReleaseAPI, for_version
-    from kernelcfg.vllm.config import IrOpPriorityBase, KernelConfigBase
     from kernelcfg.vllm.context import Compilation, ResolutionContext
     from kernelcfg.vllm.inputs import Inputs
+    from kernelcfg.vllm.kernel_config.api import ReleaseAPI, for_version
+    from kernelcfg.vllm.kernel_config.config import IrOpPriorityBase, KernelConfigBase
 
     KernelConfig: type[KernelConfigBase]
     IrOpPriorityConfig: type[IrOpPriorityBase]
@@ -52,8 +52,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ReleaseAPI": "kernelcfg.vllm.api",
-    "for_version": "kernelcfg.vllm.api",
+    "ReleaseAPI": "kernelcfg.vllm.kernel_config.api",
+    "for_version": "kernelcfg.vllm.kernel_config.api",
     "Compilation": "kernelcfg.vllm.context",
     "ResolutionContext": "kernelcfg.vllm.context",
     "ArgumentError": "kernelcfg.base.errors",
@@ -85,7 +85,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _NEWEST:
-        from kernelcfg.vllm.api import for_version
+        from kernelcfg.vllm.kernel_config.api import for_version
 
         return getattr(for_version(None), name)
     raise AttributeError(f"module 'kernelcfg' has no attribute {name!r}")

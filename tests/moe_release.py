@@ -7,8 +7,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kernelcfg.vllm import kernel_words, moe
-from kernelcfg.vllm.kernel_words import Where
+from kernelcfg.vllm.kernels import words as kernel_words
+from kernelcfg.vllm.kernels.moe import oracle
+from kernelcfg.vllm.kernels.words import Where
 
 from .test_moe_golden import META, layer
 
@@ -19,7 +20,7 @@ class MoeRelease:
     """One release's MoE selection, walked on the golden grid's targets and models."""
 
     def __init__(self, version: str) -> None:
-        found = moe.model(version)
+        found = oracle.model(version)
         assert found is not None, version
         self.model = found
 
@@ -51,13 +52,13 @@ class MoeRelease:
             device_name=spec["device_name"],
         )
 
-    def pick(self, variant: str, model: str, layout: str, at: Where, **rest: Any) -> moe.Pick:
+    def pick(self, variant: str, model: str, layout: str, at: Where, **rest: Any) -> oracle.Pick:
         """The pick for a golden model and layout (``rest`` overrides layer features)."""
         feats = layer(model, layout)
         feats.update(rest)
         return self.model.pick(variant, feats, at)
 
 
-def reasons(found: moe.Pick) -> dict[tuple[str, str | None], str | None]:
+def reasons(found: oracle.Pick) -> dict[tuple[str, str | None], str | None]:
     """Each trial's reason, by (backend, class)."""
     return {(t.backend, t.kernel): t.reason for t in found.trials}

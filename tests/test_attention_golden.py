@@ -22,7 +22,11 @@ import pytest
 from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.targets.presets import PRESETS, Target
-from kernelcfg.vllm import attention, attention_config, hashing
+from kernelcfg.vllm.kernel_config import attention as attention_config
+from kernelcfg.vllm.kernel_config import hashing
+from kernelcfg.vllm.kernels.attention.facts import Features, Selection
+from kernelcfg.vllm.kernels.attention.features import features, platform_of
+from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
 from .conftest import golden
 
@@ -31,7 +35,7 @@ pytestmark = pytest.mark.golden
 RELEASES = ("0.33.0", "0.34.0")
 """The releases with executed attention picks."""
 DATA = golden("0.33.0", "attention-picks")
-SELECTOR = attention.selector("0.33.0")
+SELECTOR = selector("0.33.0")
 FEATURES = {f["id"]: f for f in DATA["meta"]["features"]}
 INSTALL = {"wheel": "pip", "docker": "image", "extras": "all"}
 """The golden worlds as kernelcfg's installs (CPU's host-ISA worlds are all ``pip``)."""
@@ -44,8 +48,8 @@ def _data(version: str) -> dict[str, Any]:
 
 
 @cache
-def _selector(version: str) -> attention.Selector:
-    found = attention.selector(version)
+def _selector(version: str) -> Selector:
+    found = selector(version)
     assert found is not None
     return found
 
@@ -62,9 +66,9 @@ def _target(version: str, name: str) -> Target:
 
 
 @cache
-def _features(version: str, feature: str) -> attention.Features:
+def _features(version: str, feature: str) -> Features:
     spec = next(f for f in _data(version)["meta"]["features"] if f["id"] == feature)
-    return attention.features(
+    return features(
         _selector(version),
         spec["hf_config"],
         None,
@@ -74,11 +78,9 @@ def _features(version: str, feature: str) -> attention.Features:
     )
 
 
-def _select(
-    version: str, target: str, feature: str, backend: str | None, world: str
-) -> attention.Selection:
+def _select(version: str, target: str, feature: str, backend: str | None, world: str) -> Selection:
     model = _selector(version)
-    where = attention.platform_of(model, _target(version, target), INSTALL.get(world, "pip"), {})
+    where = platform_of(model, _target(version, target), INSTALL.get(world, "pip"), {})
     return model.select(backend, _features(version, feature), where)
 
 
@@ -175,8 +177,8 @@ def test_034_walks_triton_before_rocm_attn_on_gfx1100(kv: str) -> None:
         ("0.34.0", "mi300x", "ROCM_ATTN"),
     ):
         model = _selector(version)
-        found = attention.features(model, spec["hf_config"], None, kv_cache_dtype=kv)
-        where = attention.platform_of(model, PRESETS[device], "pip", {})
+        found = features(model, spec["hf_config"], None, kv_cache_dtype=kv)
+        where = platform_of(model, PRESETS[device], "pip", {})
         order = model.priorities(found, where)
         assert order is not None
         assert next(b for b in order if b in ("ROCM_ATTN", "TRITON_ATTN")) == first, version
@@ -203,8 +205,8 @@ def test_034_diffkv_reads_its_v_head_size(
     hf = {**spec["hf_config"], "head_dim": head}
     for version, expected in (("0.34.0", (flash_attn, diff_kv)), ("0.33.0", (flash_attn,) * 2)):
         model = _selector(version)
-        found = attention.features(model, hf, None, kv_cache_dtype="fp8")
-        where = attention.platform_of(model, PRESETS[device], "pip", {})
+        found = features(model, hf, None, kv_cache_dtype="fp8")
+        where = platform_of(model, PRESETS[device], "pip", {})
         got = tuple(
             model.select(name, found, where).status for name in ("FLASH_ATTN", "FLASH_ATTN_DIFFKV")
         )

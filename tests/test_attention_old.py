@@ -20,7 +20,11 @@ import pytest
 from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.targets.presets import PRESETS
-from kernelcfg.vllm import attention, attention_config, releases
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import attention as attention_config
+from kernelcfg.vllm.kernels.attention.facts import Selection
+from kernelcfg.vllm.kernels.attention.features import features, platform_of
+from kernelcfg.vllm.kernels.attention.selector import selector
 
 from .conftest import golden
 
@@ -59,17 +63,17 @@ def _pick(
     backend: str | None = None,
     kv: str = "auto",
     tp: int = 1,
-) -> attention.Selection:
+) -> Selection:
     """The selection for ``where`` (a preset, or ``preset/install``; pip by default)."""
     device, _, install = where.partition("/")
-    model = attention.selector(version)
+    model = selector(version)
     assert model is not None
-    found = attention.features(model, hf, None, kv_cache_dtype=kv, tensor_parallel_size=tp)
-    place = attention.platform_of(model, PRESETS[device], install or "pip")
+    found = features(model, hf, None, kv_cache_dtype=kv, tensor_parallel_size=tp)
+    place = platform_of(model, PRESETS[device], install or "pip")
     return model.select(backend, found, place)
 
 
-def _outcome(pick: attention.Selection) -> str:
+def _outcome(pick: Selection) -> str:
     return pick.backend if pick.status == "selected" and pick.backend else pick.status
 
 
@@ -238,10 +242,10 @@ def test_xpu_mla_takes_triton_mla_before_032() -> None:
 def test_rocm_list_per_release(version: str, rocm: list[str]) -> None:
     """rocm.py _get_backend_priorities: ULTRAQUANT from 0.32.0 (line 478), ROCM_OCTAVE
     from 0.33.0."""
-    model = attention.selector(version)
+    model = selector(version)
     assert model is not None
-    found = attention.features(model, LLAMA, None)
-    assert model.priorities(found, attention.platform_of(model, PRESETS["mi300x"], "pip")) == rocm
+    found = features(model, LLAMA, None)
+    assert model.priorities(found, platform_of(model, PRESETS["mi300x"], "pip")) == rocm
 
 
 _SOURCE = re.compile(r"vllm/[\w/]+\.py(:\d+| \(\w+\))\Z")
@@ -251,7 +255,7 @@ _SOURCE = re.compile(r"vllm/[\w/]+\.py(:\d+| \(\w+\))\Z")
 def test_release_data_names_its_backends_and_sources(version: str) -> None:
     """Every backend of the release's enum has facts, none more; each backend, rule and
     platform names the source line it was read from."""
-    model = attention.selector(version)
+    model = selector(version)
     found = attention_config.facts(version)
     assert model is not None
     assert found is not None

@@ -16,6 +16,8 @@ import pytest
 from kernelcfg.base.answers import SMALL, Answers, small
 from kernelcfg.commands import pipeline
 from kernelcfg.flags import argv
+from kernelcfg.flags.serve_line.preprocess import token
+from kernelcfg.flags.serve_line.read import _READS, _fresh
 from kernelcfg.output import parallel, render
 from kernelcfg.vllm import releases
 
@@ -121,7 +123,7 @@ def test_no_question_with_more_text_than_its_memo_allows_is_kept() -> None:
         ("a" * 9,),
         (1, ("abcd", ("efgh",))),
         (1, ("abcd", ("efghi",))),
-        argv._token("x" * 9, "config file"),  # a str subclass counts as text too
+        token("x" * 9, "config file"),  # a str subclass counts as text too
     ]
     for number, question in enumerate(questions):
         assert kept.get(question, functools.partial(int, number)) == number  # answered
@@ -153,12 +155,12 @@ def test_words_read_once_are_read_alike_again() -> None:
     read once; each line still gets inputs of its own, equal to a first reading."""
     release = releases.load(None)
     words = ["--moe-backend", "triton", "--kernel-config.ir_op_priority.rms_norm=native", "-O3"]
-    argv._READS._kept.clear()
+    _READS._kept.clear()
     first, _ = argv.parse(["--device", "h100", *words], release)
-    assert argv._READS.find((release, *words)) is not None  # --device is not among them
+    assert _READS.find((release, *words)) is not None  # --device is not among them
     first.kernel_config["ir_op_priority"]["rms_norm"] = ["changed by its reader"]
     again, _ = argv.parse(["--device", "b200", *words], release)
-    argv._READS._kept.clear()
+    _READS._kept.clear()
     fresh, _ = argv.parse(["--device", "b200", *words], release)
     assert again == fresh
     assert again.kernel_config == {"ir_op_priority": {"rms_norm": "native"}}
@@ -166,16 +168,16 @@ def test_words_read_once_are_read_alike_again() -> None:
 
 def test_words_with_a_long_value_are_not_kept() -> None:
     release = releases.load(None)
-    argv._READS._kept.clear()
+    _READS._kept.clear()
     words = ["--moe-backend", "triton", "--served-model-name", "m" * (SMALL + 1)]
     argv.parse(words, release)
-    assert argv._READS.find((release, *words)) is None
+    assert _READS.find((release, *words)) is None
 
 
 def test_a_context_with_a_long_environment_value_is_not_kept() -> None:
     """Verdicts are kept per context, unless its key holds more than SMALL characters
     of the user's words (here an environment value that a rule reads)."""
-    from kernelcfg.checks.constraints import Context, _env_names
+    from kernelcfg.checks.verdicts import Context, _env_names
     from kernelcfg.targets.presets import resolve_target
 
     target = resolve_target(device="mi300x")
@@ -189,10 +191,10 @@ def test_a_context_with_a_long_environment_value_is_not_kept() -> None:
 def test_list_values_are_kept_and_each_line_gets_its_own() -> None:
     release = releases.load(None)
     words = ["--served-model-name", "a", "b", "--moe-backend", "triton"]
-    argv._READS._kept.clear()
+    _READS._kept.clear()
     argv.parse(["--device", "h100", *words], release)
-    kept = argv._READS.find((release, *words))
+    kept = _READS.find((release, *words))
     assert kept is not None
     assert kept.lists == ("served_model_name",)
-    argv._fresh(kept)["served_model_name"].append("changed by its reader")
-    assert argv._fresh(kept)["served_model_name"] == ["a", "b"]
+    _fresh(kept)["served_model_name"].append("changed by its reader")
+    assert _fresh(kept)["served_model_name"] == ["a", "b"]

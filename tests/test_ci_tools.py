@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.schema import config_file_schema, kernel_config_schema
+from kernelcfg.vllm.kernel_config.schema import config_file_schema, kernel_config_schema
 
 from .cli_helpers import run
 from .conftest import golden, golden_versions

@@ -1,4 +1,4 @@
-"""vLLM's compile-cache key and directory (``kernelcfg.vllm.compile_cache``): read from a
+"""vLLM's compile-cache key and directory (``kernelcfg.vllm.compile_cache.key``): read from a
 ``cache_key_factors.json`` laid out the way vLLM writes it, and what separates two keys."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from kernelcfg.base.errors import ArgumentError
-from kernelcfg.vllm.compile_cache import (
+from kernelcfg.vllm.compile_cache.key import (
     CacheKey,
     differences,
     directory,
     find_factors_file,
     read_factors_file,
 )
-from kernelcfg.vllm.hashing import digest
+from kernelcfg.vllm.kernel_config.hashing import digest
 
 SITE = "/usr/lib/python3.12/site-packages"
 ENV = {"VLLM_USE_DEEP_GEMM": True, "VLLM_BATCH_INVARIANT": False, "CUDA_HOME": None}

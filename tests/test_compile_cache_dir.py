@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.vllm.compile_env import compute
+from kernelcfg.vllm.compile_cache.env import compute
 
 from .cli_helpers import run
 from .conftest import golden

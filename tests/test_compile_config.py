@@ -22,8 +22,9 @@ import pytest
 from kernelcfg.engine.resolution import resolve
 from kernelcfg.flags import argv
 from kernelcfg.targets.presets import PRESETS
-from kernelcfg.vllm import compile_model, releases
-from kernelcfg.vllm.compile_config import CompileConfig, ConfigRefusal, compile_config
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.compile_cache import model as compile_model
+from kernelcfg.vllm.compile_cache.config import CompileConfig, ConfigRefusal, compile_config
 
 from .conftest import GOLDEN
 

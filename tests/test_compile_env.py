@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelcfg.vllm import compile_env, releases
-from kernelcfg.vllm.compile_env import EnvInputs, UnknownEnvFactorError
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.compile_cache import env as compile_env
+from kernelcfg.vllm.compile_cache.env import EnvInputs, UnknownEnvFactorError
 
 from .conftest import GOLDEN
 

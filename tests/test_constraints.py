@@ -7,8 +7,9 @@ import pytest
 
 from kernelcfg.checks import constraints
 from kernelcfg.targets.presets import PRESETS
-from kernelcfg.vllm import attention_config, releases
-from kernelcfg.vllm.quantization import schemes_of_quantization
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import attention as attention_config
+from kernelcfg.vllm.kernels.quantization import schemes_of_quantization
 
 from .cli_helpers import run
 

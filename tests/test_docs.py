@@ -72,9 +72,9 @@ def test_command_reference_is_current() -> None:
     """docs/reference.md is what Typer writes from the app today (``make docs``)."""
     import sys
 
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts" / "docs"))
     try:
         import reference_docs
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "scripts" / "docs"))
     assert reference_docs.reference() == (ROOT / "docs" / "reference.md").read_text()

@@ -11,8 +11,8 @@ from kernelcfg import for_version
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.context import Compilation, ResolutionContext
-from kernelcfg.vllm.defaults import default_ir_op_priority
-from kernelcfg.vllm.rules import RuleError
+from kernelcfg.vllm.kernel_config.defaults import default_ir_op_priority
+from kernelcfg.vllm.kernel_config.rules import RuleError
 
 from .conftest import PLATFORM_KIND, enum_name, golden, golden_versions
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kernelcfg import for_version
-from kernelcfg.vllm import hashing
+from kernelcfg.vllm.kernel_config import hashing
 
 from .conftest import golden_versions
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kernelcfg.base import text_cache
-from kernelcfg.vllm import compile_model
+from kernelcfg.vllm.compile_cache import model as compile_model
 
 from .cli_helpers import run
 
@@ -189,7 +189,7 @@ def test_transformers_own_lines_never_reach_stderr(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            block + "from kernelcfg.vllm import compile_model\ncompile_model._transformers()\n",
+            block + "from kernelcfg.vllm.compile_cache import model\nmodel._transformers()\n",
         ],
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 from kernelcfg import for_version  # noqa: E402
 from kernelcfg.base.errors import UnknownProviderError  # noqa: E402
 from kernelcfg.targets.presets import PRESETS  # noqa: E402
-from kernelcfg.vllm.ir import registry  # noqa: E402
-from kernelcfg.vllm.ir.native import fused_add_rms_norm, gelu_and_mul_sparse, rms_norm  # noqa: E402
+from kernelcfg.vllm.kernel_config.ir import registry  # noqa: E402
+from kernelcfg.vllm.kernel_config.ir.native import fused_add_rms_norm, gelu_and_mul_sparse, rms_norm  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.torch
 @pytest.fixture(autouse=True)
 def _fresh_registries() -> None:
     """Each test starts with no dispatch priority set anywhere."""
-    from kernelcfg.vllm.ir import ops
+    from kernelcfg.vllm.kernel_config.ir import ops
 
     ops._REGISTRIES.clear()
 

@@ -12,7 +12,7 @@ import pytest
 
 from kernelcfg.commands.pipeline import resolve_args
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.vllm import linear, topk
+from kernelcfg.vllm.kernels import linear, topk
 
 from .conftest import golden
 

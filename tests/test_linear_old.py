@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from kernelcfg.vllm.linear import LinearModel, Pick, model
+from kernelcfg.vllm.kernels.linear import LinearModel, Pick, model
 
 AITER = {"VLLM_ROCM_USE_AITER": "1"}
 TARGETS = {

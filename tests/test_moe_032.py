@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.vllm import moe
+from kernelcfg.vllm.kernels.moe import layer as moe_layer
 
 from .moe_release import MoeRelease, reasons
 
@@ -154,7 +154,7 @@ def _qwen38(num_experts: int) -> dict[str, Any]:
         "in_dtype": "bfloat16",
         "model_type": "qwen3_8",
     }
-    return moe.layer_features(model, moe.Layout(8, 1, True))
+    return moe_layer.layer_features(model, moe_layer.Layout(8, 1, True))
 
 
 def test_qwen38_tep8_forced_emulation_on_gfx950() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelcfg.vllm import moe
+from kernelcfg.vllm.kernels.moe import oracle
 
 from .moe_release import MoeRelease, reasons
 
@@ -37,7 +37,7 @@ def test_h100_fp8_block_deepep_v2_image() -> None:
         "DEEPGEMM",
         "TritonOrDeepGemmExperts",
     )
-    assert found.trials[0] == moe.Trial(
+    assert found.trials[0] == oracle.Trial(
         "FLASHINFER_CUTLASS", "FlashInferExperts", "refused", PADDED
     )
 

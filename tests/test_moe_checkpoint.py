@@ -1,5 +1,5 @@
-"""kernelcfg.vllm.moe_checkpoint: config.json snippets of well-known MoE checkpoints (written from
-their model cards) -> the golden variant and the MoE layer features."""
+"""kernelcfg.vllm.kernels.moe.variant and layer: config.json snippets of well-known MoE checkpoints
+(written from their model cards) -> the golden variant and the MoE layer features."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kernelcfg.vllm.checkpoint import quantization_config_of
-from kernelcfg.vllm.moe_checkpoint import moe_model_features, variant_of
+from kernelcfg.vllm.kernels.moe.layer import moe_model_features
+from kernelcfg.vllm.kernels.moe.variant import variant_of
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "vllm-0.33.0" / "auto-picks-moe.json"
 

@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.vllm import kernel_words, moe
-from kernelcfg.vllm.kernel_words import Where
+from kernelcfg.vllm.kernels import words as kernel_words
+from kernelcfg.vllm.kernels.moe import layer as moe_layer
+from kernelcfg.vllm.kernels.moe import oracle
+from kernelcfg.vllm.kernels.words import Where
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -37,7 +39,7 @@ DATA = {version: _load(version) for version in RECORDS}
 META, MOE = DATA["0.33.0"]["meta"], DATA["0.33.0"]["moe"]
 """0.33.0's meta and picks: the targets and model shapes (the same in 0.34.0's) that the
 per-release tests (``moe_release``) build their layers from."""
-MODEL = moe.model("0.33.0")
+MODEL = oracle.model("0.33.0")
 INSTALL = {"bare": "minimal", "wheel": "pip", "docker": "image", "full": "all"}
 """The golden worlds as kernelcfg's installs (0.34.0's ``cuda_toolkit`` piece, in docker
 and full, is the ``nvcc`` library of kernelcfg's ``image`` and ``all``)."""
@@ -87,16 +89,18 @@ def layer(model: str, layout: str) -> dict[str, Any]:
         "num_experts": spec["num_experts"],
         "top_k": spec["top_k"],
         "activation": spec["activation"],
-        "routing_method": moe.routing_method_type(scoring, spec["top_k"], renorm, groups, bias),
+        "routing_method": moe_layer.routing_method_type(
+            scoring, spec["top_k"], renorm, groups, bias
+        ),
         "has_bias": spec["expert_bias"],
         "in_dtype": "bfloat16",
         "model_type": spec["model_type"],
         **extra,
     }
-    return moe.layer_features(features, moe.Layout(tp, dp, ep, backend))
+    return moe_layer.layer_features(features, moe_layer.Layout(tp, dp, ep, backend))
 
 
-def where(target: str, world: str, found_model: moe.MoeModel | None = MODEL) -> Where:
+def where(target: str, world: str, found_model: oracle.MoeModel | None = MODEL) -> Where:
     """The golden target under one golden world, for one release's data (0.33.0's by
     default)."""
     assert found_model is not None
@@ -147,7 +151,7 @@ def _error(got: str | None, gold: str | None, layout: str, fnuz: bool) -> bool:
     return mine == gold
 
 
-def compare(pick: moe.Pick, gold: Mapping[str, Any], layout: str, fnuz: bool) -> dict[str, bool]:
+def compare(pick: oracle.Pick, gold: Mapping[str, Any], layout: str, fnuz: bool) -> dict[str, bool]:
     """Field by field, with the golden's normalisations."""
     backend = f"{pick.enum}.{pick.backend}" if pick.backend else None
     trials = [
@@ -180,7 +184,7 @@ def run_all(
 ) -> tuple[collections.Counter[tuple[str, str]], collections.Counter[str], list[Any]]:
     """Every golden record of one release: (slice, field) matches, records per slice,
     mismatches."""
-    found = moe.model(version)
+    found = oracle.model(version)
     assert found is not None
     picks = DATA[version]["moe"]
     good: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -242,5 +246,5 @@ def test_layer_features_follow_vllm() -> None:
     feats = layer("qwen3_moe", "DP8+EP/deepep_low_latency")
     assert feats["use_batched_activation_format"]
     assert (feats["tp_size"], feats["ep_size"]) == (1, 8)
-    assert moe.routing_method_type("softmax", 8, True, None, False) == "RenormalizeNaive"
-    assert moe.routing_method_type("sigmoid", 8, True, 8, True) == "DeepSeekV3"
+    assert moe_layer.routing_method_type("softmax", 8, True, None, False) == "RenormalizeNaive"
+    assert moe_layer.routing_method_type("sigmoid", 8, True, 8, True) == "DeepSeekV3"

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from kernelcfg import for_version
 from kernelcfg.commands.pipeline import batch
 from kernelcfg.output import render
-from kernelcfg.vllm import releases, validation
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import validation
 
 from .cli_helpers import run
 from .examples import examples

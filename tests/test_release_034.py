@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kernelcfg import for_version
-from kernelcfg.vllm import hashing, releases
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import hashing
 
 from .cli_helpers import Run, run
 from .conftest import golden

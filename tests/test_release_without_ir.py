@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from kernelcfg.checks import lint_env
-from kernelcfg.flags import serve_parser
+from kernelcfg.flags.serve_line import parser as serve_parser
 from kernelcfg.targets import presets
-from kernelcfg.vllm import config, defaults, hashing, releases
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.kernel_config import config, defaults, hashing
 
 from .cli_helpers import run
 

@@ -17,7 +17,10 @@ import pytest
 
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, Request, resolve_args
-from kernelcfg.flags import argv, serve_parser
+from kernelcfg.flags import argv
+from kernelcfg.flags.serve_line import read as serve_line
+from kernelcfg.flags.serve_line.parser import options, read_plain
+from kernelcfg.flags.serve_line.value_types import type_of
 from kernelcfg.vllm import releases
 
 from .cli_helpers import run
@@ -45,14 +48,14 @@ class _Bool(argparse.Action):
 
 def reference(version: str) -> _Reference:
     """Stock argparse over the release's options: types and choices as vLLM's."""
-    data = serve_parser.options(releases.load(version)).data
+    data = options(releases.load(version)).data
     parser = _Reference(add_help=False, allow_abbrev=True)
     for raw in data["options"]:
         kind = raw["action"]
         if kind in ("store_true", "store_false", "store_const", "boolean", "count", "help"):
             parser.add_argument(*raw["strings"], dest=raw["dest"], action=_Bool)
         else:
-            kind_of = serve_parser._type(raw.get("type")) or str
+            kind_of = type_of(raw.get("type")) or str
             parser.add_argument(
                 *raw["strings"],
                 dest=raw["dest"],
@@ -88,7 +91,7 @@ VERSIONS = releases.known_versions()
 def _surface(version: str) -> list[list[str]]:
     """Every boolean with and without --no-, a wrong choice for each choice option,
     a missing value for each valued option, a prefix of each long option."""
-    data = serve_parser.options(releases.load(version)).data
+    data = options(releases.load(version)).data
     own = ("help", "lora")  # vLLM's custom actions: kernelcfg's emulation is tested apart
     strings = sorted(
         s
@@ -126,15 +129,14 @@ def test_same_decisions_as_argparse(version: str) -> None:
 
 def test_negative_forms_set_false() -> None:
     release = releases.load("0.33")
-    assert serve_parser.parse(release, ["--no-enforce-eager"])["enforce_eager"] is False
+    assert serve_line.parse(release, ["--no-enforce-eager"])["enforce_eager"] is False
     assert (
-        serve_parser.parse(release, ["--disable-expert-parallel"])["enable_expert_parallel"]
-        is False
+        serve_line.parse(release, ["--disable-expert-parallel"])["enable_expert_parallel"] is False
     )
-    assert serve_parser.parse(release, ["--no-enable-lora"])["enable_lora"] is False
+    assert serve_line.parse(release, ["--no-enable-lora"])["enable_lora"] is False
     old = releases.load("0.32")
     with pytest.raises(ArgumentError):
-        serve_parser.parse(old, ["--disable-expert-parallel"])
+        serve_line.parse(old, ["--disable-expert-parallel"])
 
 
 PUBLISHED = json.loads((Path(__file__).parent / "data" / "published-serve-lines.json").read_text())
@@ -204,7 +206,7 @@ def test_vllm_refusals_exit_2(words: list[str], needle: str) -> None:
 
 def test_human_readable_sizes_as_vllm() -> None:
     release = releases.load("0.33")
-    got = serve_parser.parse(release, ["--max-num-batched-tokens", "8k", "--max-model-len", "1K"])
+    got = serve_line.parse(release, ["--max-num-batched-tokens", "8k", "--max-model-len", "1K"])
     assert got["max_num_batched_tokens"] == 8000
     assert got["max_model_len"] == 1024
 
@@ -374,7 +376,7 @@ def _dotted_value_as_vllm(text: str) -> object:
     integer, else the text."""
     import json as json_mod
 
-    from kernelcfg.flags.serve_parser import human_readable_int
+    from kernelcfg.flags.serve_line.value_types import human_readable_int
 
     try:
         return json_mod.loads(text)
@@ -415,9 +417,9 @@ def _dotted_value_as_vllm(text: str) -> object:
 def test_dotted_values_read_as_vllm_reads_them(text: str) -> None:
     import math
 
-    from kernelcfg.flags.argv import _dotted_value
+    from kernelcfg.flags.serve_line.preprocess import dotted_value
 
-    found, expected = _dotted_value(text), _dotted_value_as_vllm(text)
+    found, expected = dotted_value(text), _dotted_value_as_vllm(text)
     assert type(found) is type(expected)
     if isinstance(found, float) and math.isnan(found):
         assert math.isnan(expected)  # type: ignore[arg-type]
@@ -451,12 +453,12 @@ def test_list_options_read_as_argparse_reads_them(version: str) -> None:
 
     from .examples import examples
 
-    serve = serve_parser.options(releases.load(version))
+    serve = options(releases.load(version))
 
     @settings(max_examples=examples(400), deadline=None)
     @given(st.lists(st.sampled_from(_LIST_WORDS), max_size=8))
     def check(words: list[str]) -> None:
-        plain = serve_parser._plain(serve, ["m", *words])
+        plain = read_plain(serve, ["m", *words])
         if plain is None:
             return
         plain.pop("_earlier", None)
@@ -465,6 +467,6 @@ def test_list_options_read_as_argparse_reads_them(version: str) -> None:
         assert parsed == plain
 
     check()
-    read = serve_parser._plain(serve, ["m", "--served-model-name", "a", "b", "--port", "1"])
+    read = read_plain(serve, ["m", "--served-model-name", "a", "b", "--port", "1"])
     assert read is not None
     assert read["served_model_name"] == ["a", "b"]

@@ -95,13 +95,13 @@ def test_flags_read_from_the_memo_resolve_as_read_afresh(tmp_path: Path) -> None
     """A line's flags are read once per distinct list of words, kernelcfg's own options
     aside: every case resolved for another platform from what was read for the first is
     the case resolved from scratch, byte for byte."""
-    from kernelcfg.flags import argv
+    from kernelcfg.flags.serve_line.read import _READS
 
     request = Request(environ={})
     cuda = ["--vllm-version", "0.33", "--platform", "cuda", "--"]
     for case in _CASES:
         words = _argv(case, tmp_path)
-        argv._READS._kept.clear()
+        _READS._kept.clear()
         fresh = resolve_args([*cuda, *words], request)
         resolve_args([*_CONTEXT, "--", *words], request)
         again = resolve_args([*cuda, *words], request)

@@ -9,9 +9,12 @@ from typing import Any
 from kernelcfg.base.errors import ArgumentError, closest
 from kernelcfg.checks.constraints import Verdict
 from kernelcfg.targets.presets import PRESETS, Target
-from kernelcfg.vllm import attention_config, releases
-from kernelcfg.vllm.attention import Features, Selector, features_of, platform_of, selector
+from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.kernel_config import attention as attention_config
+from kernelcfg.vllm.kernels.attention.facts import Features
+from kernelcfg.vllm.kernels.attention.features import features_of, platform_of
+from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
 __all__ = ["FIELD", "explain", "matrix", "span"]
 

@@ -54,6 +54,20 @@ def explain(text: str) -> dict[str, Any]:
     name = name.strip().lstrip("-").replace("-", "_")
     if name == attention.FIELD:
         return attention.explain(value)
+    out = _field(name)
+    if value:
+        value = value.strip()
+        _value(out, name, value)
+    if name in _FLAGS:
+        found = _example(name, value or _DEFAULT_VALUE[name], releases.load(None).version)
+        if found:
+            out["example"] = found
+    return out
+
+
+def _field(name: str) -> dict[str, Any]:
+    """A field's doc, releases, default, hashing, flag and choices; refused, with the
+    closest field, when no release has it."""
     all_fields = list(
         dict.fromkeys(
             f.name for v in releases.known_versions() for f in releases.load(v).kernel_fields
@@ -66,7 +80,6 @@ def explain(text: str) -> dict[str, Any]:
             + (f" (did you mean {hint!r}?)" if hint else ""),
             field=name,
         )
-    newest = releases.load(None)
     having = releases.versions_where(lambda r: name in r.field_facts)
     facts = releases.load(having[-1]).field_facts[name]
     out: dict[str, Any] = {
@@ -87,14 +100,32 @@ def explain(text: str) -> dict[str, Any]:
             return releases.versions_where(lambda r: choice in r.choices(kind))
 
         out["choices"] = {c: attention.span(offering(c)) for c in everything}
-    if not value:
-        if name in _FLAGS:
-            found = _example(name, _DEFAULT_VALUE[name], newest.version)
-            if found:
-                out["example"] = found
-        return out
-    value = value.strip()
-    if facts.choices is None or value not in out["choices"]:
+    return out
+
+
+_REQUIREMENTS = (
+    "platforms",
+    "cap",
+    "gfx",
+    "schemes",
+    "per_scheme",
+    "expert_parallel",
+    "architectures",
+    "env",
+    "env_off",
+    "all2all",
+    "needs",
+    "ships",
+    "note",
+    "versions",
+)
+"""The catalogue keys a value's requirements are shown by, in this order."""
+
+
+def _value(out: dict[str, Any], name: str, value: str) -> None:
+    """A value's releases, requirements and what vLLM does when they are not met, added
+    to its field's ``out``; refused, with the closest value, when the field has none such."""
+    if "choices" not in out or value not in out["choices"]:
         allowed = list(out.get("choices", {}))
         hint = closest(value, allowed) if allowed else None
         raise ArgumentError(
@@ -105,30 +136,6 @@ def explain(text: str) -> dict[str, Any]:
     rule = constraints.describe(name, value)
     out["value"] = value
     out["value_releases"] = out["choices"][value]
-    out["requirements"] = {
-        key: rule[key]
-        for key in (
-            "platforms",
-            "cap",
-            "gfx",
-            "schemes",
-            "per_scheme",
-            "expert_parallel",
-            "architectures",
-            "env",
-            "env_off",
-            "all2all",
-            "needs",
-            "ships",
-            "note",
-            "versions",
-        )
-        if key in rule
-    }
+    out["requirements"] = {key: rule[key] for key in _REQUIREMENTS if key in rule}
     out["when_unmet"] = constraints.when_unmet(name)
     out["source"] = rule.get("source", "")
-    if name in _FLAGS:
-        found = _example(name, value, releases.load(None).version)
-        if found:
-            out["example"] = found
-    return out

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 from kernelcfg.base.bounded import one_line, read_text, shown
 from kernelcfg.base.errors import ArgumentError, closest
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.defaults import env_flag
-from kernelcfg.vllm.rules import environment_problems
+from kernelcfg.vllm.kernel_config.defaults import env_flag
+from kernelcfg.vllm.kernel_config.rules import environment_problems
 
 __all__ = [
     "MASK",

@@ -244,15 +244,17 @@ def _late_options(flags: list[str]) -> tuple[list[str], dict[str, str]]:
     import os
 
     from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.flags import argv, serve_parser
+    from kernelcfg.flags import argv
     from kernelcfg.vllm import releases
 
     serve = argv.split_serve(flags)[1]
     if not serve:
         return flags, {}
+    from kernelcfg.flags.serve_line.parser import options  # a vllm serve part only
+
     try:
         release = releases.choose(argv.split_version(flags), os.environ).release
-        theirs = serve_parser.options(release).strings
+        theirs = options(release).strings
     except KernelcfgError:
         return flags, {}
     late: dict[str, str] = {}

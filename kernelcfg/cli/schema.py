@@ -59,7 +59,7 @@ def schema(
 
     from kernelcfg.base.errors import KernelcfgError
     from kernelcfg.vllm import releases
-    from kernelcfg.vllm import schema as schema_mod
+    from kernelcfg.vllm.kernel_config import schema as schema_mod
 
     try:
         release = releases.load(vllm_version)

@@ -12,7 +12,7 @@ from kernelcfg.base.bounded import shown
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.cache_key import finding_data, launch_key
 from kernelcfg.commands.pipeline import Failure, Request, resolve_args
-from kernelcfg.vllm.compile_cache import (
+from kernelcfg.vllm.compile_cache.key import (
     FACTORS_FILE,
     CacheKey,
     differences,

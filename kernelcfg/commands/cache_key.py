@@ -1,9 +1,9 @@
 """The compile-cache key of a resolved launch: ``resolve``'s ``compile_cache`` object.
 
-A launch's key has the env part (``vllm.compile_env``: the engine's environment) and the
-config part (``vllm.compile_config``: every sub-config vLLM hashes) computed here; its
-code and compiler parts depend on the install and are taken from an existing cache of
-that install (``--compile-cache``).
+A launch's key has the env part (``vllm.compile_cache.env``: the engine's environment)
+and the config part (``vllm.compile_cache.config``: every sub-config vLLM hashes)
+computed here; its code and compiler parts depend on the install and are taken from an
+existing cache of that install (``--compile-cache``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.vllm.compile_cache import (
+from kernelcfg.vllm.compile_cache.key import (
     CacheKey,
     Finding,
     differences,
@@ -71,8 +71,8 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     the way: ``config_parts`` (each sub-config's hash), ``unknown`` (parts or factors not
     computable here, with why), ``refused`` (vLLM's refusal while building its config),
     ``transformers`` (the version that wrote the model's text)."""
-    from kernelcfg.vllm.compile_config import ConfigRefusal
-    from kernelcfg.vllm.compile_env import EnvInputs, compute
+    from kernelcfg.vllm.compile_cache.config import ConfigRefusal
+    from kernelcfg.vllm.compile_cache.env import EnvInputs, compute
 
     version = result.release.version
     notes: dict[str, Any] = {"unknown": []}
@@ -137,7 +137,7 @@ def _overridden(inputs: Inputs) -> bool:
 def _config(result: Resolution, inputs: Inputs, *, use_transformers: bool) -> Any:
     """The config part of ``result``'s launch read from ``inputs`` (``CompileConfig`` or
     ``ConfigRefusal``); raises where the release has no config-factor data."""
-    from kernelcfg.vllm.compile_config import compile_config
+    from kernelcfg.vllm.compile_cache.config import compile_config
 
     return compile_config(
         result.release,
@@ -153,7 +153,7 @@ def refusal_of(result: Resolution) -> dict[str, str] | None:
     """vLLM's refusal of the launch while building its config (``kind``, ``message``),
     where the model's config.json is known and kernelcfg's ``--architecture`` does not
     override it; ``None`` where vLLM builds it (or the release has no config data)."""
-    from kernelcfg.vllm.compile_config import ConfigRefusal
+    from kernelcfg.vllm.compile_cache.config import ConfigRefusal
 
     inputs = result.inputs
     if inputs is None or inputs.hf_config is None or _overridden(inputs):

@@ -18,8 +18,9 @@ from typing import Any
 from kernelcfg.base.bounded import loads_json, one_line, read_text, shown
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.commands.pipeline import Failure, resolve_args
-from kernelcfg.vllm import attention_config, releases
-from kernelcfg.vllm.compile_cache import CacheKey
+from kernelcfg.vllm import releases
+from kernelcfg.vllm.compile_cache.key import CacheKey
+from kernelcfg.vllm.kernel_config import attention as attention_config
 
 __all__ = ["Side", "compare", "load_side"]
 
@@ -337,7 +338,7 @@ def _cache_part(a: Side, b: Side) -> dict[str, Any]:
     """The env and config parts of the compile-cache key compared (``cache explain``'s
     engine): ``same`` is ``None`` when a side lacks them."""
     from kernelcfg.commands.cache_key import finding_data
-    from kernelcfg.vllm.compile_cache import differences
+    from kernelcfg.vllm.compile_cache.key import differences
 
     ka, kb = a.cache_key, b.cache_key
     if ka is None or kb is None:

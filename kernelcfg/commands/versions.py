@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.hashing import SCHEME_WORDS
+from kernelcfg.vllm.kernel_config.hashing import SCHEME_WORDS
 
 __all__ = ["compare", "summary"]
 

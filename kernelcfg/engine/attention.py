@@ -17,12 +17,14 @@ from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import EngineError, KernelcfgError
 from kernelcfg.base.problems import Problem
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm import attention_config, hashing
 from kernelcfg.vllm.inputs import INSTALLS, Inputs
+from kernelcfg.vllm.kernel_config import attention as attention_config
+from kernelcfg.vllm.kernel_config import hashing
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.attention import Selection, Selector
+    from kernelcfg.vllm.kernels.attention.facts import Selection
+    from kernelcfg.vllm.kernels.attention.selector import Selector
 
 __all__ = ["AttentionResult", "resolve_attention", "selection_data"]
 
@@ -72,7 +74,8 @@ def resolve_attention(
         return None
     result = AttentionResult(None if plain else values, digest)
     if not plain or _model_known(inputs):
-        from kernelcfg.vllm.attention import selector  # only when asked: keeps cold start lean
+        # only when asked: keeps cold start lean
+        from kernelcfg.vllm.kernels.attention.selector import selector
 
         model = selector(release.version)
         if model is not None:
@@ -107,7 +110,8 @@ def _select(
     """Walk the selector under every install; report the chosen one, problems for all.
     The answer (data and problem, both read-only) is kept per question: a batch of one
     model asks it line after line."""
-    from kernelcfg.vllm.attention import feature_key, features_of, platform_of
+    from kernelcfg.vllm.kernels.attention.features import features_of, platform_of
+    from kernelcfg.vllm.kernels.attention.selector import feature_key
 
     feats = features_of(model, inputs, values.get("flash_attn_version"))
     requested = values.get("backend")
@@ -231,7 +235,7 @@ def _plain(
 ) -> list[str]:
     """The reasons, each once; vLLM's bare ``ImportError`` (ROCm reports only the
     exception's name) preceded by the library the backend imports and where it is."""
-    from kernelcfg.vllm.attention import PLATFORM_NAMES
+    from kernelcfg.vllm.kernels.attention.facts import PLATFORM_NAMES
 
     libraries = [] if requested is None else model.backends.get(requested, {}).get("imports", [])
     missing = [lib for lib in libraries if lib not in model.libraries(target.kind, install)]

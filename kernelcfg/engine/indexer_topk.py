@@ -25,7 +25,7 @@ def topk_selection(
     topk = (text if isinstance(text, dict) else hf).get("index_topk")
     if config.get("sparse_indexer_topk_backend") != "auto" or not isinstance(topk, int):
         return None
-    from kernelcfg.vllm import topk as topk_model
+    from kernelcfg.vllm.kernels import topk as topk_model
 
     found = topk_model.facts(release.version)
     if found is None:

@@ -38,7 +38,7 @@ def _layer_kinds(found: Any, scheme: str, inputs: Inputs) -> list[str]:
 def _scheme(inputs: Inputs) -> str | None:
     """The scheme of the linear layers; ``--quantization fp8`` without a quantised
     checkpoint is vLLM's online FP8 (per-tensor weights, dynamic activations)."""
-    from kernelcfg.vllm.quantization import scheme_from_quantization
+    from kernelcfg.vllm.kernels.quantization import scheme_from_quantization
 
     if inputs.quantization == "fp8" and inputs.hf_config is None and not inputs.quant_scheme:
         return "fp8_tensor"
@@ -57,7 +57,7 @@ def linear_selection(
     scheme = _scheme(inputs)
     if config.get("linear_backend") != "auto" or scheme is None:
         return None
-    from kernelcfg.vllm.linear import model
+    from kernelcfg.vllm.kernels.linear import model
 
     found = model(release.version)
     if found is None:
@@ -89,7 +89,7 @@ def _select(
     found: Any, scheme: str, kinds: list[str], inputs: Inputs, target: Target
 ) -> tuple[dict[str, Any], Problem | None]:
     """Walk every layer kind under every install; the data and the problem, if any."""
-    from kernelcfg.vllm.glosses import gloss
+    from kernelcfg.vllm.kernels.glosses import gloss
 
     wheres = {install: _where(found, target, inputs, install) for install in INSTALLS}
     picks = {
@@ -150,7 +150,7 @@ def explicit_problems(
     error when the install was named, else a warning naming the installs that refuse.
     The layer kinds walked are the scheme's where it is known, else every kind (for
     some checkpoint, one may run); the device itself is judged by the catalogue."""
-    from kernelcfg.vllm.linear import model
+    from kernelcfg.vllm.kernels.linear import model
 
     found = model(release.version)
     if found is None:

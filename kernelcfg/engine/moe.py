@@ -2,8 +2,9 @@
 layers on the target, install by install, and why each earlier candidate was passed over.
 
 The model's MoE layer (experts, top-k, routing, activation) and the checkpoint's format
-come from its ``config.json`` (``moe_checkpoint``); the parallel flags give the layer's
-layout; the release's MoE data gives vLLM's walk (``vllm.moe``). Without a checkpoint
+come from its ``config.json`` (``vllm.kernels.moe.layer`` and ``variant``); the parallel
+flags give the layer's layout; the release's MoE data gives vLLM's walk
+(``vllm.kernels.moe.oracle``). Without a checkpoint
 format but with ``--quant-scheme``, every format of that scheme is walked and the pick
 is ``depends`` where they disagree.
 """
@@ -21,8 +22,9 @@ from kernelcfg.vllm.inputs import INSTALLS, Inputs
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
-    from kernelcfg.vllm.kernel_words import Where
-    from kernelcfg.vllm.moe import Layout, MoeModel, Pick, Trial
+    from kernelcfg.vllm.kernels.moe.layer import Layout
+    from kernelcfg.vllm.kernels.moe.oracle import MoeModel, Pick, Trial
+    from kernelcfg.vllm.kernels.words import Where
 
 __all__ = ["all2all_problems", "explicit_problems", "moe_selection"]
 
@@ -90,16 +92,17 @@ def _prepare(
 ) -> _Ready | dict[str, Any] | None:
     """The model's MoE layer and checkpoint format(s), or the ``depends`` selection (or
     ``None``: no fused-MoE layer) when there is nothing to walk."""
-    from kernelcfg.vllm import moe, moe_checkpoint
+    from kernelcfg.vllm.kernels.moe import layer as moe_layer
+    from kernelcfg.vllm.kernels.moe import oracle
 
-    model = moe_checkpoint.moe_model_features(inputs.hf_config or {})
+    model = moe_layer.moe_model_features(inputs.hf_config or {})
     if model is None:
         return None
-    found = moe.model(release.version)
+    found = oracle.model(release.version)
     unusable = _unusable(found, model, release, inputs)
     if unusable is not None or found is None:
         return unusable
-    layout = moe.Layout(
+    layout = moe_layer.Layout(
         inputs.tensor_parallel_size,
         inputs.data_parallel_size,
         inputs.enable_expert_parallel,
@@ -108,7 +111,7 @@ def _prepare(
     variants, why = _variants(found, inputs, layout, target)
     if not variants:
         return _depends(inputs, why)
-    layer = moe.layer_features(model, layout)
+    layer = moe_layer.layer_features(model, layout)
     return _Ready(found, variants, why, layer, tuple(sorted(layer.items())))
 
 
@@ -121,10 +124,11 @@ def _unusable(
     found: MoeModel | None, model: Mapping[str, Any], release: Release, inputs: Inputs
 ) -> dict[str, Any] | None:
     """A ``depends`` selection when the walk cannot be made, with what is missing."""
-    from kernelcfg.vllm import moe
+    from kernelcfg.vllm.kernels.moe.layer import MODEL_KEYS
+    from kernelcfg.vllm.kernels.moe.oracle import releases_with_data
 
     if found is None:
-        known = ", ".join(moe.releases_with_data()) or "none"
+        known = ", ".join(releases_with_data()) or "none"
         return _depends(
             inputs, f"kernelcfg has no MoE selection data for vLLM {release.version} ({known})"
         )
@@ -134,7 +138,7 @@ def _unusable(
             f"kernelcfg does not know how {model.get('architecture') or model['model_type']} "
             f"routes its experts ({', '.join(model['unknown'])} unknown)",
         )
-    lacking = [k for k in moe.MODEL_KEYS if model.get(k) is None]
+    lacking = [k for k in MODEL_KEYS if model.get(k) is None]
     if lacking:
         return _depends(inputs, f"the model's config.json does not give {', '.join(lacking)}")
     return None
@@ -149,8 +153,8 @@ def _variants(
     found: MoeModel, inputs: Inputs, layout: Layout, target: Target
 ) -> tuple[list[str], str]:
     """The checkpoint format(s) the layer may have, and how that was read."""
-    from kernelcfg.vllm import moe_checkpoint
     from kernelcfg.vllm.checkpoint import quantization_config_of
+    from kernelcfg.vllm.kernels.moe.variant import variant_of
 
     hf = inputs.hf_config or {}
     quant = quantization_config_of(hf)
@@ -159,7 +163,7 @@ def _variants(
         names = [v for v in found.data["variants"] if v.split("/", 1)[0] == scheme]
         return names, f"--quant-scheme {scheme} (checkpoint format not given)"
     shards = layout.tensor_parallel_size * layout.data_parallel_size
-    variant, why = moe_checkpoint.variant_of(
+    variant, why = variant_of(
         quant,
         inputs.quantization,
         hf.get("model_type"),
@@ -189,7 +193,7 @@ def _depends(inputs: Inputs, message: str) -> dict[str, Any]:
 def _wheres(found: MoeModel, target: Target, inputs: Inputs) -> dict[str, Where]:
     """The target under each install, as the MoE data describes it (with the device
     name vLLM prints in its reasons)."""
-    from kernelcfg.vllm import kernel_words
+    from kernelcfg.vllm.kernels import words as kernel_words
 
     return {
         install: dataclasses.replace(
@@ -218,7 +222,7 @@ def _candidates(
     """The trials in vLLM's order, then the candidates it never reached, each with
     whether its classes would take the layer if it were asked for by name (and the
     installs under which they would)."""
-    from kernelcfg.vllm.glosses import gloss
+    from kernelcfg.vllm.kernels.glosses import gloss
 
     here = wheres[install]
     out: list[dict[str, Any]] = [
@@ -261,7 +265,7 @@ def _select(
     target: Target,
 ) -> tuple[dict[str, Any], Problem | None]:
     """Walk every format under every install; the data and the problem, if any."""
-    from kernelcfg.vllm.glosses import gloss
+    from kernelcfg.vllm.kernels.glosses import gloss
 
     wheres = _wheres(found, target, inputs)
     picks = {
@@ -345,9 +349,10 @@ def all2all_problems(
     have it (another install may)."""
     if inputs.data_parallel_size <= 1 or inputs.hf_config is None:
         return []
-    from kernelcfg.vllm import moe, moe_checkpoint
+    from kernelcfg.vllm.kernels.moe.layer import moe_model_features
+    from kernelcfg.vllm.kernels.moe.oracle import model as moe_model
 
-    found = moe.model(release.version)
+    found = moe_model(release.version)
     needs = (found.data.get("all2all_libraries", {}) if found else {}).get("backends", {})
     library = needs.get(all2all)
     if found is None or library is None:
@@ -355,7 +360,7 @@ def all2all_problems(
     installs = found.data["installs"].get(target.kind, {})
     if library in installs.get(inputs.install, ()):
         return []
-    if moe_checkpoint.moe_model_features(inputs.hf_config) is None:
+    if moe_model_features(inputs.hf_config) is None:
         return []  # a dense model builds no expert-parallel group
     having = [i for i in INSTALLS if library in installs.get(i, ())]
     return [
@@ -377,9 +382,9 @@ def explicit_problems(
     the install (a library they need is not there) while under another install one can:
     an error when the install was named, else a warning naming the installs that lack
     it. The device itself is judged by the catalogue (``checks.constraints``)."""
-    from kernelcfg.vllm import moe
+    from kernelcfg.vllm.kernels.moe.oracle import model as moe_model
 
-    found = moe.model(release.version)
+    found = moe_model(release.version)
     if found is None:
         return []
     key = (release.version, value, target, tuple(sorted(inputs.env.items())))
@@ -402,7 +407,7 @@ def _installs_running(found: MoeModel, value: str, target: Target, inputs: Input
 def _runs_somewhere(found: MoeModel, value: str, where: Where) -> bool:
     """Whether some experts class of ``value``, for some checkpoint format, passes its
     device check (platform, capability, libraries) under ``where``."""
-    from kernelcfg.vllm.kernel_words import holds
+    from kernelcfg.vllm.kernels.words import holds
 
     experts = found.data["experts"]
     return any(

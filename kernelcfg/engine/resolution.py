@@ -17,13 +17,11 @@ from kernelcfg.base.answers import LARGE, Answers
 from kernelcfg.base.errors import KernelcfgError
 from kernelcfg.base.problems import Problem, exit_code
 from kernelcfg.engine.attention import AttentionResult, resolve_attention
-from kernelcfg.engine.indexer_topk import topk_selection
-from kernelcfg.engine.linear import linear_selection
 from kernelcfg.targets.presets import Target
-from kernelcfg.vllm import hashing, rules, values
 from kernelcfg.vllm.context import Compilation, ResolutionContext
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
-from kernelcfg.vllm.ir import registry
+from kernelcfg.vllm.kernel_config import hashing, rules, values
+from kernelcfg.vllm.kernel_config.ir import registry
 from kernelcfg.vllm.releases import Release
 
 if TYPE_CHECKING:
@@ -107,7 +105,7 @@ def _validated_kernel_config(
     if config is None and not inputs.kernel_config:  # nothing given: the defaults
         return values.defaults(release)
     if config is None:
-        from kernelcfg.vllm.validation import validate_kernel_config
+        from kernelcfg.vllm.kernel_config.validation import validate_kernel_config
 
         try:
             return validate_kernel_config(release, inputs.kernel_config, "--kernel-config")
@@ -203,13 +201,13 @@ def _batch_invariant(release: Release, inputs: Inputs, result: Resolution) -> bo
     if "VLLM_BATCH_INVARIANT" not in inputs.env or inputs.hf_config is None:
         return False
     from kernelcfg.vllm import releases
-    from kernelcfg.vllm.compile_env import env_value
+    from kernelcfg.vllm.compile_cache.env import env_value
 
     if releases.release_data("compile-config", release.version) is None:
         return False
     if not env_value(release.version, inputs.env, "VLLM_BATCH_INVARIANT"):
         return False
-    from kernelcfg.vllm.compile_graph import batch_invariant_breakable  # only then
+    from kernelcfg.vllm.compile_cache.graph import batch_invariant_breakable  # only then
 
     if not batch_invariant_breakable(release.version, result.target, inputs):
         return False
@@ -345,7 +343,10 @@ def check_context(
     """The backend-check context of a command line's inputs (the scheme as far as the
     flags and the model's config say)."""
     from kernelcfg.checks.constraints import Context  # from a module: no fromlist walk
-    from kernelcfg.vllm.quantization import scheme_from_quantization, schemes_of_quantization
+    from kernelcfg.vllm.kernels.quantization import (
+        scheme_from_quantization,
+        schemes_of_quantization,
+    )
 
     method = inputs.quantization  # most lines name none: no lookups then
     scheme = inputs.quant_scheme or (None if method is None else scheme_from_quantization(method))
@@ -375,7 +376,7 @@ def _constraints(
         return
     # Only when a backend is named: keeps cold start lean.
     from kernelcfg.checks.constraints import check
-    from kernelcfg.vllm.quantization import per_quant_keys
+    from kernelcfg.vllm.kernels.quantization import per_quant_keys
 
     ctx = check_context(result.target, release.version, inputs, all2all)
     verdicts = [check(name, str(value), ctx) for name, value in named]
@@ -403,25 +404,25 @@ def _constraints(
 
 
 def _selections(
-    release: Release,
-    inputs: Inputs,
-    target: Target,
-    config: dict[str, Any] | None,
-    result: Resolution,
-    all2all: str,
+    inputs: Inputs, config: dict[str, Any] | None, result: Resolution, all2all: str
 ) -> None:
     """Step 7 (kernelcfg's own): the attention config and hash, and what vLLM picks for
-    the fields left to its choice."""
+    the fields left to its choice (for ``result``'s release and target)."""
+    release, target = result.release, result.target
     result.attention = resolve_attention(release, inputs, target, result.problems)
     if result.attention is not None and result.attention.selection is not None:
         result.selection["attention"] = result.attention.selection
     if config is None:
         return
     if inputs.hf_config is not None:
+        from kernelcfg.engine.indexer_topk import topk_selection  # cold start: a model only
+
         picked = topk_selection(release, inputs, target, config)
         if picked is not None:
             result.selection["sparse_indexer_topk_backend"] = picked
     if inputs.quant_scheme or inputs.quantization or inputs.hf_config is not None:
+        from kernelcfg.engine.linear import linear_selection  # cold start: a model only
+
         kernel = linear_selection(release, inputs, target, config, result.problems)
         if kernel is not None:
             result.selection["linear_backend"] = kernel
@@ -429,6 +430,15 @@ def _selections(
         from kernelcfg.engine.linear import explicit_problems as linear_problems
 
         result.problems += linear_problems(release, inputs, target, config["linear_backend"])
+    _moe_selection(inputs, config, result, all2all)
+
+
+def _moe_selection(
+    inputs: Inputs, config: dict[str, Any], result: Resolution, all2all: str
+) -> None:
+    """The MoE part of step 7: an explicit value no install can run, the all2all
+    backend's library, and what ``--moe-backend auto`` takes for the model's layers."""
+    release, target = result.release, result.target
     if config.get("moe_backend", "auto") != "auto":
         from kernelcfg.engine.moe import explicit_problems  # cold start
 
@@ -478,36 +488,12 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     ctx = ResolutionContext(target, comp, all2all, inputs.architectures, inputs.env)
     if config is not None:
         _platform_defaults(release, inputs, config, ctx, result)
-        level = release.level_defaults(inputs.optimization_level)
-        if (
-            config.get("enable_flashinfer_autotune") is None
-            and "enable_flashinfer_autotune" in level
-        ):
-            config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
-            result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
+        _level_defaults(release, inputs, config, result)
     _late_compilation(release, comp, inputs, breakable, result)
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
-    _selections(release, inputs, target, config, result, ctx.all2all_backend)
-
-    result.compilation = {
-        "mode": comp.mode,
-        "backend": comp.backend,
-        "cudagraph_mode": comp.cudagraph_mode,
-        "optimization_level": inputs.optimization_level,
-    }
-    result.parallel = {
-        "all2all_backend": ctx.all2all_backend,
-        "enable_expert_parallel": inputs.enable_expert_parallel,
-        "data_parallel_size": inputs.data_parallel_size,
-        "tensor_parallel_size": inputs.tensor_parallel_size,
-    }
-    for key in (*result.parallel, "optimization_level"):
-        if key in inputs.sources:
-            name = key if key in result.parallel else f"compilation.{key}"
-            result.sources[name] = inputs.sources[key]
-    if ctx.all2all_backend != all2all:
-        result.sources["all2all_backend"] = "bound by moe_backend"
+    _selections(inputs, config, result, ctx.all2all_backend)
+    _summary(inputs, comp, result, ctx.all2all_backend, all2all)
     if config is None:
         return result
 
@@ -523,3 +509,36 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
             op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()
         }
     return result
+
+
+def _level_defaults(
+    release: Release, inputs: Inputs, config: dict[str, Any], result: Resolution
+) -> None:
+    """The optimisation level's default of the FlashInfer autotune, where not given."""
+    level = release.level_defaults(inputs.optimization_level)
+    if config.get("enable_flashinfer_autotune") is None and "enable_flashinfer_autotune" in level:
+        config["enable_flashinfer_autotune"] = level["enable_flashinfer_autotune"]
+        result.sources["enable_flashinfer_autotune"] = f"-O{inputs.optimization_level} default"
+
+
+def _summary(inputs: Inputs, comp: Compilation, result: Resolution, bound: str, given: str) -> None:
+    """The compilation and parallel parts of ``result``, with where each came from
+    (``bound``: the all2all backend after the MoE backend's binding, ``given`` before)."""
+    result.compilation = {
+        "mode": comp.mode,
+        "backend": comp.backend,
+        "cudagraph_mode": comp.cudagraph_mode,
+        "optimization_level": inputs.optimization_level,
+    }
+    result.parallel = {
+        "all2all_backend": bound,
+        "enable_expert_parallel": inputs.enable_expert_parallel,
+        "data_parallel_size": inputs.data_parallel_size,
+        "tensor_parallel_size": inputs.tensor_parallel_size,
+    }
+    for key in (*result.parallel, "optimization_level"):
+        if key in inputs.sources:
+            name = key if key in result.parallel else f"compilation.{key}"
+            result.sources[name] = inputs.sources[key]
+    if bound != given:
+        result.sources["all2all_backend"] = "bound by moe_backend"

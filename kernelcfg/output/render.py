@@ -319,6 +319,19 @@ def _env_value(value: Any) -> str:
     return one_line(str(value))
 
 
+_ENV_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("platform", ("platform",)),
+    ("model", ("model",)),
+    ("kernel_config", ()),
+    ("parallel_config", ()),
+    ("compilation", ("compilation",)),
+    ("ir_dispatch", ("ir_dispatch",)),
+)
+"""The parts of a resolution's JSON written as variables, in this order, with the words
+their names start with (``KERNELCFG_PLATFORM_…``; the kernel and parallel configs' fields
+by their own names, ``ir_op_priority`` one variable per op)."""
+
+
 def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
     """``KERNELCFG_…=…`` lines, shell-quoted, for ``eval`` or ``source``; with
     ``exit_code``, a last ``KERNELCFG_EXIT`` line (``set -e`` cannot see the code of a
@@ -329,22 +342,12 @@ def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
         (_env_name("hash"), data["hash"]),
         (_env_name("attention_hash"), data.get("attention_hash")),
     ]
-    for key, value in (data.get("platform") or {}).items():
-        pairs.append((_env_name("platform", key), value))
-    for key, value in (data.get("model") or {}).items():
-        pairs.append((_env_name("model", key), value))
-    for key, value in (data.get("kernel_config") or {}).items():
-        if key == "ir_op_priority":
-            for op, lst in value.items():
-                pairs.append((_env_name("ir_op_priority", op), lst))
-        else:
-            pairs.append((_env_name(key), value))
-    for key, value in (data.get("parallel_config") or {}).items():
-        pairs.append((_env_name(key), value))
-    for key, value in (data.get("compilation") or {}).items():
-        pairs.append((_env_name("compilation", key), value))
-    for op, chain in (data.get("ir_dispatch") or {}).items():
-        pairs.append((_env_name("ir_dispatch", op), chain))
+    for part, prefix in _ENV_PARTS:
+        for key, value in (data.get(part) or {}).items():
+            if part == "kernel_config" and key == "ir_op_priority":
+                pairs += [(_env_name(key, op), lst) for op, lst in value.items()]
+            else:
+                pairs.append((_env_name(*prefix, key), value))
     picked = ((data.get("selection") or {}).get("attention")) or {}
     if picked:
         pairs.append((_env_name("attention_backend"), picked.get("backend")))

@@ -15,7 +15,7 @@ from kernelcfg.base.bounded import cut, one_line
 from kernelcfg.commands.pipeline import Failure
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.output.render import all_sources, as_data
-from kernelcfg.vllm import hashing
+from kernelcfg.vllm.kernel_config import hashing
 
 __all__ = ["CELL", "fold", "plain", "summary_row", "summary_table", "table"]
 

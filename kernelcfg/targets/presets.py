@@ -167,6 +167,28 @@ def _explicit(
     """Apply explicit ``--platform``/``--capability``/``--gfx-arch`` over ``base``."""
     if kind is None and capability is None and gfx_arch is None:
         return base
+    chosen = _chosen_kind(kind, capability, gfx_arch, base)
+    if base is not None and base.kind == chosen:
+        return replace(
+            base,
+            capability=capability or base.capability,
+            gfx_arch=gfx_arch.lower() if gfx_arch else base.gfx_arch,
+            source="flag",
+        )
+    if chosen == "cuda":
+        cap = capability or "9.0"
+        return Target("cuda", f"CUDA device (SM {cap})", capability=cap, source="flag")
+    if chosen == "rocm":
+        arch = (gfx_arch or "gfx942").lower()
+        return Target("rocm", f"ROCm device ({arch})", gfx_arch=arch, source="flag")
+    return Target(chosen, chosen, source="flag")
+
+
+def _chosen_kind(
+    kind: str | None, capability: str | None, gfx_arch: str | None, base: Target | None
+) -> Kind:
+    """The platform kind explicit flags choose (``--platform``, else ``base``'s, else the
+    kind ``--capability`` or ``--gfx-arch`` implies); each flag's text and kind checked."""
     if capability is not None and not _CAPABILITY.fullmatch(capability):
         raise ArgumentError(
             f"--capability: {capability!r} is not a compute capability; write it as "
@@ -195,20 +217,7 @@ def _explicit(
             f"--gfx-arch applies to ROCm targets only; the target is {chosen}",
             field="gfx_arch",
         )
-    if base is not None and base.kind == chosen:
-        return replace(
-            base,
-            capability=capability or base.capability,
-            gfx_arch=gfx_arch.lower() if gfx_arch else base.gfx_arch,
-            source="flag",
-        )
-    if chosen == "cuda":
-        cap = capability or "9.0"
-        return Target("cuda", f"CUDA device (SM {cap})", capability=cap, source="flag")
-    if chosen == "rocm":
-        arch = (gfx_arch or "gfx942").lower()
-        return Target("rocm", f"ROCm device ({arch})", gfx_arch=arch, source="flag")
-    return Target(chosen, chosen, source="flag")
+    return chosen
 
 
 def resolve_target(

@@ -2,7 +2,7 @@
 quantisation dict (:func:`quantization_config_of`), which method loads it
 (:func:`resolve_quant_method`: the overrides and the ``--quantization`` mismatch), and
 which kinds of linear layer that method builds (:func:`linear_layers`). The MoE side
-(``moe_checkpoint``) reads the same dict and method from here.
+(``vllm.kernels.moe.variant``) reads the same dict and method from here.
 
 Sources (paths relative to ``vllm/`` of the 0.34.0 wheel, unchanged since 0.33.0 where
 not said): ``config/model.py _verify_quantization`` (override order, mismatch error),

@@ -1,5 +1,0 @@
-"""vLLM's IR ops as kernelcfg models them: registry, native ops, dispatch."""
-
-from kernelcfg.vllm.ir.ops import IrOp, Provider, Registry, registry
-
-__all__ = ["IrOp", "Provider", "Registry", "registry"]

@@ -1,0 +1,72 @@
+"""What every release data generator shares: a wheel's ``vllm/`` sources read as text
+(vLLM is never imported), the release it is, where kernelcfg keeps the release data
+files, and writing a file or only saying whether it would change (``--check``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["RELEASES_DIR", "Source", "version_of", "write_or_check"]
+
+RELEASES_DIR = Path(__file__).resolve().parents[2] / "kernelcfg" / "vllm" / "releases"
+"""``kernelcfg/vllm/releases/``: where every generator writes."""
+
+
+class Source:
+    """The ``vllm/`` tree of a wheel (a ``.whl`` file or an unpacked folder)."""
+
+    def __init__(self, path: Path) -> None:
+        self._zip: zipfile.ZipFile | None = None
+        self._root = path
+        if path.is_file():
+            self._zip = zipfile.ZipFile(path)
+
+    def text(self, rel: str) -> str:
+        """The file as Python reads text: UTF-8, universal newlines."""
+        if self._zip is not None:
+            raw = self._zip.read(rel)
+            return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()
+        return (self._root / rel).read_text(encoding="utf-8")
+
+    def exists(self, rel: str) -> bool:
+        if self._zip is not None:
+            return rel in self._zip.namelist()
+        return (self._root / rel).is_file()
+
+    def python_files(self, folder: str) -> Iterator[str]:
+        if self._zip is not None:
+            names = sorted(self._zip.namelist())
+        else:
+            names = sorted(
+                str(p.relative_to(self._root)) for p in (self._root / folder).rglob("*.py")
+            )
+        for name in names:
+            if name.startswith(folder + "/") and name.endswith(".py"):
+                yield name
+
+
+def version_of(src: Source, path: Path) -> str:
+    match = re.search(r"vllm-(\d+\.\d+\.\d+)", path.name)
+    if match:
+        return match.group(1)
+    text = src.text("vllm/_version.py")
+    found = re.search(r"version = ['\"]([\d.]+)", text)
+    if not found:
+        raise ValueError(f"cannot tell the vLLM version of {path}")
+    return found.group(1)
+
+
+def write_or_check(out: Path, text: str, *, check: bool) -> int:
+    """Write ``text`` to ``out``; with ``check``, only say whether it would change (1)."""
+    if check:
+        same = out.exists() and out.read_text() == text
+        print(f"{out.name}: {'identical' if same else 'DIFFERS'}")
+        return 0 if same else 1
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0
