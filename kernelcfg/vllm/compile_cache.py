@@ -265,7 +265,8 @@ def _dict_findings(part: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> lis
     """Dotted paths whose values differ between two factor trees."""
     found: list[Finding] = []
     for path, va, vb in _leaves_differing(a, b, ""):
-        found.append(Finding(part, path, va, vb, f"{part} {path}: {_shown(va)} vs {_shown(vb)}"))
+        said = f"{part} {path}: {_shown(va)} vs {_shown(vb)}"
+        found.append(Finding(part, path, _value(va), _value(vb), said))
     return found
 
 
@@ -279,11 +280,18 @@ def _leaves_differing(a: Any, b: Any, prefix: str) -> Iterator[tuple[str, Any, A
             yield from _leaves_differing(a.get(name, _ABSENT), b.get(name, _ABSENT), path)
         return
     if a != b:
-        yield prefix, None if a is _ABSENT else a, None if b is _ABSENT else b
+        yield prefix, a, b
+
+
+def _value(value: Any) -> Any:
+    """A leaf's value for a finding's ``a``/``b`` (``None``: absent from the key)."""
+    return None if value is _ABSENT else value
 
 
 def _shown(value: Any) -> str:
-    if value is None:
+    """A leaf's value in a finding's message: ``absent`` where the key lacks it (a
+    ``None`` in the key shows as ``None``)."""
+    if value is _ABSENT:
         return "absent"
     return bounded.cut(repr(value), 80)
 
