@@ -223,6 +223,8 @@ def _broken(folder: Path, case: str) -> None:
         path.mkdir()
     elif case == "not utf-8":
         path.write_bytes(b'{"a": "\xff"}')
+    elif case == "no serve file":
+        (folder / f"serve-{NEW}.json").unlink()
 
 
 @pytest.mark.robustness
@@ -237,11 +239,12 @@ def _broken(folder: Path, case: str) -> None:
         "too large",
         "a folder",
         "not utf-8",
+        "no serve file",
     ],
 )
 def test_a_broken_users_file_is_one_error_naming_it(tmp_path: Path, case: str) -> None:
     _broken(tmp_path, case)
-    path = tmp_path / f"moe-{NEW}.json"
+    path = tmp_path / f"{'vllm' if case == 'no serve file' else 'moe'}-{NEW}.json"
     done = _kernelcfg(
         "resolve", "--device", "h100", "--vllm-version", NEW, env={search.VARIABLE: str(tmp_path)}
     )

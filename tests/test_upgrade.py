@@ -167,3 +167,32 @@ def test_a_patch_release_is_compared_with_its_minors_data_and_a_note() -> None:
     assert data["from"]["vllm_version"] == "0.33.0"
     assert any("0.33.1" in note for note in data["from"]["notes"])
     assert data["kernels"] == _upgrade()["kernels"]
+
+
+def _abbreviation(old: str, new: str) -> tuple[str, str]:
+    """An abbreviation ``vllm serve`` of release ``old`` reads as exactly one option and
+    that of ``new`` finds ambiguous, and that option's full string."""
+    strings = {
+        v: {
+            s: o["dest"]
+            for o in releases.data_file(f"serve-{v}.json")["options"]
+            for s in o["strings"]
+        }
+        for v in (old, new)
+    }
+    for full, dest in strings[old].items():
+        for end in range(len("--x"), len(full)):
+            short = full[:end]
+            fits = {v: {d for s, d in strings[v].items() if s.startswith(short)} for v in strings}
+            if fits[old] == {dest} and dest in fits[new] and len(fits[new]) > 1:
+                return short, full
+    raise AssertionError("no abbreviation turns ambiguous")
+
+
+def test_an_abbreviation_the_new_release_cannot_read_names_the_full_option() -> None:
+    short, full = _abbreviation("0.33.0", "0.34.0")
+    done = run("upgrade", "0.33", "0.34", "--device", "h100", "--format", "json", short)
+    data = done.json()
+    assert {"option": short, "change": "ambiguous", "to": full, "message": None} in data["options"]
+    assert done.exit_code == 2
+    assert data["from"]["exit_code"] == 0

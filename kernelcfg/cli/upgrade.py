@@ -124,7 +124,11 @@ def _lines(data: dict[str, Any], a: str, b: str) -> list[str]:
     if not options:
         out.append(f"options: none of the launch's options is gone or renamed in {b}")
     for row in options:
-        what = {"gone": f"gone in {b}", "renamed": f"now {row['to']}"}.get(row["change"])
+        what = {
+            "gone": f"gone in {b}",
+            "renamed": f"now {row['to']}",
+            "ambiguous": f"an abbreviation {b} cannot read (it fits several); write {row['to']}",
+        }.get(row["change"])
         out.append(f"option {row['option']}: {what or _cut(row['message'])}")
     warnings = data["warnings"]
     for sign, key in (("+", "appear"), ("-", "disappear")):

@@ -245,9 +245,10 @@ _SELECTION_KEYS = {
 def _why(name: str, old: str, new: str | None, after: Resolution | Failure) -> str | None:
     """The new release's reason for passing over the old pick, as far as its walk says:
     a refusal with vLLM's reason, or a pick made without trying the old one (it comes
-    later in the new order, or the new release has no such kernel)."""
-    if isinstance(after, Failure):
-        return cut(after.problem.message, MAX_REASON)
+    later in the new order, or the new release has no such kernel); ``None`` where the
+    new release refuses the whole launch."""
+    if isinstance(after, Failure):  # the launch's refusal is said once, among the errors
+        return None
     picked = after.selection.get(_SELECTION_KEYS[name.split(" ", maxsplit=1)[0]])
     if picked is None:
         return None
@@ -277,12 +278,17 @@ def _option_words(words: Sequence[str]) -> Iterator[str]:
             yield name
 
 
+def _normal(option: str) -> str:
+    """An option string as vLLM's parser reads it: ``_`` is ``-`` after ``--``."""
+    return option[:2] + option[2:].replace("_", "-") if option.startswith("--") else option
+
+
 def _dest(strings: dict[str, dict[str, Any]], name: str) -> dict[str, Any] | None:
     """The option ``name`` stands for, as argparse reads it: exact, with ``_`` for
     ``-`` before the first ``.``, the part before a ``.`` (dotted keys), or a prefix
     of exactly one option."""
     base, dot, _ = name.partition(".")
-    base = base[:2] + base[2:].replace("_", "-") if base.startswith("--") else base
+    base = _normal(base)
     if base in strings:
         return strings[base]
     if dot:
@@ -309,14 +315,18 @@ def _options(a: _Side, b: _Side) -> list[dict[str, Any]]:
 
 
 def _change(name: str, option: dict[str, Any], new: Any) -> dict[str, Any] | None:
+    """How the new release reads option ``name`` (the old one reads it as ``option``):
+    ``gone`` (no such option), ``renamed`` (the string written is gone, the option is
+    not), ``ambiguous`` (an abbreviation that now fits several options), ``deprecated``
+    (newly); ``None`` when nothing changed."""
     dest = option["dest"]
     written = name.split(".", 1)[0]
     successor = new.by_dest.get(dest)
     if successor is None:
         return {"option": written, "change": "gone", "to": None, "message": None}
-    strings = set(successor["strings"])
-    if _dest(new.exact, name) is None or not strings & set(option["strings"]):
-        return {"option": written, "change": "renamed", "to": new.flag(dest), "message": None}
+    if _dest(new.exact, name) is None:
+        change = "renamed" if _normal(written) in option["strings"] else "ambiguous"
+        return {"option": written, "change": change, "to": new.flag(dest), "message": None}
     if successor.get("deprecated") and not option.get("deprecated"):
         return {
             "option": written,

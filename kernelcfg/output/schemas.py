@@ -321,7 +321,7 @@ OUTPUTS: dict[str, dict[str, Any]] = {
                     "required": ["option", "change", "to", "message"],
                     "properties": {
                         "option": _STR,
-                        "change": {"enum": ["gone", "renamed", "deprecated"]},
+                        "change": {"enum": ["gone", "renamed", "ambiguous", "deprecated"]},
                         "to": _STR_OR_NULL,
                         "message": _STR_OR_NULL,
                     },

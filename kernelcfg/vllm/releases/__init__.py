@@ -332,9 +332,18 @@ def load(version: str | None = None) -> Release:
 @cache
 def _load(canonical: str) -> Release:
     release = Release(canonical, data_file(f"vllm-{canonical}.json"))
-    for name in search.user_files():
-        if name.endswith(f"-{canonical}.json"):
-            data_file(name)  # a broken file is refused here, not deep inside a walk
+    mine = [name for name in search.user_files() if name.endswith(f"-{canonical}.json")]
+    for name in mine:
+        data_file(name)  # a broken file is refused here, not deep inside a walk
+    serve = f"serve-{canonical}.json"
+    if mine and serve not in mine and serve not in search.packaged_names():
+        from kernelcfg.base.errors import ArgumentError
+
+        raise ArgumentError(
+            f"release data file {search.locate(f'vllm-{canonical}.json')} has no {serve} "
+            "beside it (vllm serve's options, which every resolve reads); write it with the "
+            "release command (docs/releases.md, 'Adding a release')"
+        )
     return release
 
 
