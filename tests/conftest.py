@@ -36,6 +36,18 @@ def _own_text_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["KERNELCFG_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernelcfg-cache"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_releases(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No release data from the user's folders (``~/.local/share/kernelcfg/releases``):
+    the default folder is an empty one of this test run, and ``KERNELCFG_DATA_PATH``
+    unset; a test that wants a user folder sets the variable itself."""
+    import os
+
+    os.environ.pop("KERNELCFG_DATA_PATH", None)
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    releases.forget()
+
+
 def golden_versions() -> list[str]:
     """Releases with both a kernelcfg data file and golden vectors."""
     have = {p.name.removeprefix("vllm-") for p in GOLDEN.iterdir() if p.is_dir()}

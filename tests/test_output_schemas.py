@@ -12,6 +12,9 @@ from kernelcfg.output.schemas import OUTPUTS
 
 from .cli_helpers import run
 
+R1 = str(Path(__file__).resolve().parent.parent / "docs" / "examples" / "deepseek-r1")
+"""DeepSeek-R1's config.json as its producer wrote it (FP8 block-quantised MoE)."""
+
 
 def _outputs(tmp_path: Path) -> dict[str, list[object]]:
     batch = tmp_path / "lines.jsonl"
@@ -58,6 +61,13 @@ def _outputs(tmp_path: Path) -> dict[str, list[object]]:
         "versions-compare": [run("versions", "0.33", "0.34", "--format", "json").json()],
         "backends": [run("backends", "--device", "mi300x", "--format", "json").json()],
         "diff": [run("diff", str(saved_a), str(saved_b), "--format", "json").json()],
+        "upgrade": [
+            run(*upgrade, "--format", "json", *serve).json()
+            for upgrade, serve in (
+                (["upgrade", "0.33", "0.34", "--device", "h100"], ["--", "vllm", "serve", R1]),
+                (["upgrade", "0.29", "0.30.1"], ["--enable-bf16x3-router-gemm"]),
+            )
+        ],
         "cache-explain": [
             run("cache", "explain", "-tp 4", "-tp 8", "--device", "h100", "--format", "json").json()
         ],

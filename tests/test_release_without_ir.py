@@ -5,7 +5,6 @@ reports a stale IR-op priority."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +35,7 @@ def _without_ir(data: dict) -> dict:  # type: ignore[type-arg]
 
 
 def _clear_caches() -> None:
+    releases.forget()
     for fn in (
         releases._load,
         releases.known_versions,
@@ -53,18 +53,19 @@ def _clear_caches() -> None:
 
 @pytest.fixture
 def synthetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The release's two files in a user's folder (``KERNELCFG_DATA_PATH``), as the release
+    command would write them the day vLLM ships it."""
     source = Path(releases.__file__).parent
-    for path in source.glob("*.json"):
-        shutil.copy(path, tmp_path / path.name)
     newest = json.loads((source / f"vllm-{releases.newest()}.json").read_text())
     (tmp_path / f"vllm-{SYNTHETIC}.json").write_text(json.dumps(_without_ir(newest)))
     serve = json.loads((source / f"serve-{releases.newest()}.json").read_text())
     serve["vllm_version"] = SYNTHETIC
     serve["options"] = [o for o in serve["options"] if o["dest"] != "ir_op_priority"]
     (tmp_path / f"serve-{SYNTHETIC}.json").write_text(json.dumps(serve))
-    monkeypatch.setattr(releases, "_DIR", tmp_path)
+    monkeypatch.setenv("KERNELCFG_DATA_PATH", str(tmp_path))
     _clear_caches()
     yield SYNTHETIC
+    monkeypatch.delenv("KERNELCFG_DATA_PATH")
     _clear_caches()
 
 

@@ -77,15 +77,15 @@ class UnknownVersionError(ArgumentError):
 
     code = "unknown-version"
 
-    def __init__(self, given: str, known: Iterable[str], *, context: str | None = None):
+    def __init__(self, given: str, known: Iterable[str], *, message: str | None = None):
         known = list(known)
         super().__init__(
-            context + f"; kernelcfg knows {', '.join(known)}"
-            if context
-            else f"unknown vLLM version {given!r}; kernelcfg knows {', '.join(known)}"
+            message
+            or f"unknown vLLM version {given!r}; kernelcfg knows {', '.join(known)}"
             " (write it as 0.33, 0.33.0 or v0.33.0)",
             field="vllm_version",
         )
+        self.given = given
         self.known = known
 
 

@@ -17,6 +17,7 @@ from kernelcfg.cli import (  # noqa: F401  (each module registers its command)
     resolve,
     scan,
     schema,
+    upgrade,
     versions,
     why,
 )
@@ -28,6 +29,7 @@ COMMANDS = (
     "resolve",
     "why",
     "versions",
+    "upgrade",
     "diff",
     "scan",
     "lint-env",

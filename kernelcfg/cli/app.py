@@ -35,11 +35,16 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from kernelcfg.base.bounded import one_line
         from kernelcfg.vllm import releases
 
-        typer.echo(
-            f"kernelcfg {__version__} (vLLM releases: {', '.join(releases.known_versions())})"
-        )
+        listed = [
+            v
+            if releases.data_source(v) is None
+            else f"{v} from {one_line(releases.data_source(v) or '')}"
+            for v in releases.known_versions()
+        ]
+        typer.echo(f"kernelcfg {__version__} (vLLM releases: {', '.join(listed)})")
         raise typer.Exit()
 
 
@@ -105,8 +110,23 @@ def main() -> None:
         sys.stderr.write(
             "kernelcfg hit a bug (exit 70); please report it with the command line above\n"
         )
+        _name_user_files()
         raise SystemExit(EXIT_BUG) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _name_user_files() -> None:
+    """After a bug: the release files read from the user's folders, the first suspects
+    (their shape is checked, not every value in them)."""
+    from kernelcfg.base.bounded import one_line
+    from kernelcfg.vllm.releases import search
+
+    read = search.user_files_read()
+    if read:
+        sys.stderr.write(
+            f"note: this run read release data from {search.VARIABLE}: "
+            f"{', '.join(one_line(str(p)) for p in read)}; check them first (docs/releases.md)\n"
+        )
 
 
 def _usage_error(exc: Exception) -> bool:

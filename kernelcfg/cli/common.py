@@ -132,6 +132,19 @@ def refuse(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def named_release(text: str | None) -> Any:
+    """The release a command's ``--vllm-version`` names (the newest known when not
+    given); a patch release resolved with its minor's data says so on stderr."""
+    from kernelcfg.vllm import releases
+
+    if text is None:
+        return releases.load(None)
+    chosen = releases.named(text)
+    if chosen.warning:
+        sys.stderr.write(f"warning: {chosen.warning}\n")
+    return chosen.release
+
+
 KERNEL_FLAG_CHOICES = {
     "--moe-backend": "moe_backend",
     "--linear-backend": "linear_backend",

@@ -104,9 +104,7 @@ def diff(
                 "attention field", "attention config (its own hash)", data, "attention_differences"
             )
         )
-    parts += [
-        plain(f"compile-cache key: {row['message']}") for row in data["compile_cache"]["findings"]
-    ]
+    parts += [plain(f"compile-cache key: {line}") for line in _key_lines(data["compile_cache"])]
     if data["not_hashed_differences"]:
         parts.append(
             _differences(
@@ -118,6 +116,25 @@ def diff(
         )
     print_rich(Group(*parts))
     raise typer.Exit(code)
+
+
+def _key_lines(cache: dict[str, Any]) -> list[str]:
+    """The compile-cache key's differences, one line each; across releases, one line
+    (no cache carries across, and every env and config difference follows from it:
+    ``--format json`` lists them)."""
+    findings = cache["findings"]
+    release = next((f for f in findings if f["part"] == "scheme"), None)
+    if release is None:
+        return [f["message"] for f in findings]
+    more = len(findings) - 1
+    return [
+        release["message"]
+        + (
+            f" ({more:,} more differences of the env and config parts: --format json)"
+            if more
+            else ""
+        )
+    ]
 
 
 def _differences(header: str, title: str, data: dict[str, Any], key: str) -> Any:

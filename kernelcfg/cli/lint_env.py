@@ -11,6 +11,7 @@ from kernelcfg.cli.common import (
     TABLE_ROWS,
     ReportFormat,
     ReportFormatOption,
+    named_release,
     print_rich,
     refuse,
     write_json,
@@ -62,10 +63,9 @@ def lint_env(
 
     from kernelcfg.base.errors import KernelcfgError
     from kernelcfg.checks import lint_env as lint_mod
-    from kernelcfg.vllm import releases
 
     try:
-        release = releases.load(vllm_version)
+        release = named_release(vllm_version)
         environ = lint_mod.read_env_file(env_file) if env_file else dict(os.environ)
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import refuse
+from kernelcfg.cli.common import named_release, refuse
 
 
 class SchemaOf(StrEnum):
@@ -23,6 +23,7 @@ class SchemaOf(StrEnum):
     versions_compare = "versions-compare"
     backends = "backends"
     diff = "diff"
+    upgrade = "upgrade"
     cache_explain = "cache-explain"
     explain = "explain"
     lint_env = "lint-env"
@@ -45,7 +46,7 @@ def schema(
     --of kernel-config (default): what --kernel-config takes. --of config-file:
     the kernel-relevant keys of a vllm serve --config YAML file. Both are
     stricter than vLLM: canonical names and true/false only. --of resolve,
-    batch-line, versions, versions-compare, backends, diff, cache-explain,
+    batch-line, versions, versions-compare, backends, diff, upgrade, cache-explain,
     explain, lint-env, scan, why: the shape of that command's --format json output.
     """
 
@@ -58,11 +59,10 @@ def schema(
         return
 
     from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.vllm import releases
     from kernelcfg.vllm.kernel_config import schema as schema_mod
 
     try:
-        release = releases.load(vllm_version)
+        release = named_release(vllm_version)
     except KernelcfgError as exc:
         raise refuse(exc.message, 2) from None
     build = (

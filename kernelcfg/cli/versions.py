@@ -8,7 +8,14 @@ from typing import Annotated, Any
 import typer
 
 from kernelcfg.cli.app import app
-from kernelcfg.cli.common import ListFormat, ListFormatOption, print_rich, refuse, write_json
+from kernelcfg.cli.common import (
+    ListFormat,
+    ListFormatOption,
+    named_release,
+    print_rich,
+    refuse,
+    write_json,
+)
 
 
 @app.command()
@@ -32,7 +39,11 @@ def versions(
     if (old is None) != (new is None):
         raise refuse("give two releases to compare, or none to list them", 2)
     try:
-        data: Any = versions_mod.compare(old, new) if old and new else versions_mod.summary()
+        data: Any = (
+            versions_mod.compare(named_release(old).version, named_release(new).version)
+            if old and new
+            else versions_mod.summary()
+        )
     except KernelcfgError as exc:
         raise refuse(exc.message, exc.exit_code) from None
     if fmt is ListFormat.json:
@@ -44,7 +55,7 @@ def versions(
 def _release_table(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
-    from kernelcfg.output.tables import fold
+    from kernelcfg.output.tables import fold, plain
 
     table = fold(Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all"))
     for row in rows:
@@ -58,6 +69,9 @@ def _release_table(rows: list[dict[str, Any]]) -> Any:
             str(c.get("SparseIndexerTopkBackend", "-")),
             str(c.get("All2AllBackend", 0)),
         )
+    mine = [f"{row['version']} from {row['data_from']}" for row in rows if row["data_from"]]
+    if mine:
+        table.caption = plain(f"read from KERNELCFG_DATA_PATH: {', '.join(mine)}")
     return table
 
 

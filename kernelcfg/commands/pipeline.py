@@ -125,6 +125,7 @@ def prepare(
         inputs.architectures = list(archs)
         inputs.sources["architectures"] = "flag"
     inputs.sources["vllm_version"] = chosen.source
+    inputs.notes[:0] = release_notes(chosen)
     named = any((line.device, line.platform, line.capability, line.gfx_arch))
     return release, _target(line if named else req, environ), inputs
 
@@ -189,6 +190,15 @@ def _check_size(args: Sequence[str]) -> None:
             )
 
 
+def release_notes(chosen: releases.Chosen) -> list[Problem]:
+    """What a resolve says about its release's data: a warning when it stands in for a
+    patch release kernelcfg has no data for, a note per user folder its files came from."""
+    said = [Problem("info", "release-data", "vllm_version", note) for note in chosen.notes]
+    if chosen.warning:
+        said.insert(0, Problem("warning", "release-stand-in", "vllm_version", chosen.warning))
+    return said
+
+
 def _release(args: Sequence[str], req: Request) -> releases.Chosen:
     """The release a line asks for: its own flag, the run's, then as releases.choose."""
     head = argv_mod.split_serve(args)[0] if req.serve_is_vllms else args
@@ -246,9 +256,27 @@ def _compile_cache(result: Resolution, req: Request) -> None:
 
     assert result.inputs is not None
     found = compile_cache_of(result, req.process_environ, result.inputs.compile_cache_path)
+    if any(p.code == "release-stand-in" for p in result.problems):
+        found = _stood_in(found, result.release.version)
     result.compile_cache = found
     if found.get("refused"):
         _refused(result, found["refused"])
+
+
+def _stood_in(found: dict[str, Any], version: str) -> dict[str, Any]:
+    """The key parts of a release resolved with ``version``'s data: its factors as
+    ``version`` hashes them, every digest unknown (vLLM hashes its own version)."""
+    why = f"the release's own (vLLM hashes its version; kernelcfg has {version}'s data)"
+    return {
+        **found,
+        "env_hash": None,
+        "config_hash": None,
+        "key": None,
+        "directory": None,
+        "reuses": None,
+        "differences": [],
+        "unknown": [*found["unknown"], f"env: {why}", f"config: {why}"],
+    }
 
 
 def _refused(result: Resolution, refused: Mapping[str, str] | None = None) -> None:

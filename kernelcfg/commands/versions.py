@@ -11,7 +11,8 @@ __all__ = ["compare", "summary"]
 
 
 def summary() -> list[dict[str, Any]]:
-    """One row per known release: its fields, choice counts and IR ops."""
+    """One row per known release: its fields, choice counts and IR ops, and the user's
+    folder its data comes from (``None``: kernelcfg's own)."""
     rows = []
     for version in releases.known_versions():
         release = releases.load(version)
@@ -23,6 +24,7 @@ def summary() -> list[dict[str, Any]]:
                 "choices": {name: len(values) for name, values in release.data["choices"].items()},
                 "hashed_fields": list(release.hashed_fields),
                 "hash_scheme": release.hash_scheme,
+                "data_from": releases.data_source(version),
             }
         )
     return rows

@@ -184,6 +184,24 @@ _BATCH_LINE: dict[str, Any] = {
 }
 
 
+_UPGRADE_SIDE: dict[str, Any] = {
+    "type": "object",
+    "required": ["asked", "vllm_version", "hash", "hash_scheme", "exit_code", "notes", "refused"],
+    "properties": {
+        "asked": _STR,
+        "vllm_version": _STR,
+        "hash": _HASH,
+        "hash_scheme": {"enum": ["compute_hash", "hash_config"]},
+        "exit_code": {"enum": [0, 1, 2]},
+        "notes": {"type": "array", "items": _STR},
+        "refused": _STR_OR_NULL,
+    },
+}
+"""One release of ``upgrade``: the release asked for and the data resolved with (a patch
+release kernelcfg has no data for is resolved with its minor's; ``notes`` says so), the
+launch's kernel-config hash and verdict there, and why it could not be read at all."""
+
+
 def _envelope(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -202,7 +220,15 @@ OUTPUTS: dict[str, dict[str, Any]] = {
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "required": ["version", "fields", "ir_ops", "choices", "hash_scheme"],
+                    "required": [
+                        "version",
+                        "fields",
+                        "ir_ops",
+                        "choices",
+                        "hash_scheme",
+                        "data_from",
+                    ],
+                    "properties": {"data_from": _STR_OR_NULL},
                 },
             }
         },
@@ -245,6 +271,73 @@ OUTPUTS: dict[str, dict[str, Any]] = {
             "same_compile_cache_key": {"type": ["boolean", "null"]},
             "summary": _STR,
             "compile_cache": {"type": "object", "required": ["same", "findings"]},
+        },
+    ),
+    "upgrade": _envelope(
+        [
+            "from",
+            "to",
+            "platform",
+            "model",
+            "installs",
+            "install_given",
+            "summary",
+            "kernels",
+            "options",
+            "warnings",
+            "compile_cache",
+            "exit_code",
+        ],
+        {
+            "from": _UPGRADE_SIDE,
+            "to": _UPGRADE_SIDE,
+            "platform": _PLATFORM,
+            "model": {
+                "type": ["object", "null"],
+                "required": ["id", "architectures", "quant_scheme"],
+            },
+            "installs": {"type": "array", "items": {"enum": ["pip", "image", "minimal", "all"]}},
+            "install_given": {"type": "boolean"},
+            "summary": _STR,
+            "kernels": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["kernel", "installs", "from", "to", "changed", "why"],
+                    "properties": {
+                        "kernel": _STR,
+                        "installs": {"type": "array", "items": _STR},
+                        "from": _STR_OR_NULL,
+                        "to": _STR_OR_NULL,
+                        "changed": {"type": "boolean"},
+                        "why": _STR_OR_NULL,
+                    },
+                },
+            },
+            "options": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["option", "change", "to", "message"],
+                    "properties": {
+                        "option": _STR,
+                        "change": {"enum": ["gone", "renamed", "ambiguous", "deprecated"]},
+                        "to": _STR_OR_NULL,
+                        "message": _STR_OR_NULL,
+                    },
+                },
+            },
+            "warnings": {
+                "type": "object",
+                "required": ["appear", "disappear"],
+                "properties": {"appear": _PROBLEMS, "disappear": _PROBLEMS},
+            },
+            "compile_cache": {
+                "type": "object",
+                "required": ["reusable", "why"],
+                "properties": {"reusable": {"type": "boolean"}, "why": _STR},
+            },
+            "exit_code": {"enum": [0, 1, 2]},
         },
     ),
     "cache-explain": _envelope(

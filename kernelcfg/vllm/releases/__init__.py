@@ -2,12 +2,13 @@
 
 Nothing else in kernelcfg knows version numbers: code asks a :class:`Release` for
 its fields, choice lists, constants, IR providers and rules. A resolve reads only the
-file of the release it needs.
+file of the release it needs. A release's files are searched in the user's folders
+first (``KERNELCFG_DATA_PATH``: :mod:`.search`); a version kernelcfg has no data for is
+a patch release resolved with its minor's data, or a refusal (:mod:`.naming`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from kernelcfg.base.errors import UnknownVersionError
+from kernelcfg.vllm.releases import search
 
 __all__ = [
     "Chosen",
@@ -24,10 +25,14 @@ __all__ = [
     "catalogue",
     "choose",
     "data_file",
+    "data_notes",
     "data_path",
+    "data_source",
+    "forget",
     "installed_vllm",
     "known_versions",
     "load",
+    "named",
     "newest",
     "parse_version",
     "release_data",
@@ -35,7 +40,6 @@ __all__ = [
     "versions_where",
 ]
 
-_DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"^vllm-(\d+\.\d+\.\d+)\.json$")
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?\Z")
 
@@ -48,14 +52,55 @@ def version_key(version: str) -> tuple[int, ...]:
 
 @cache
 def known_versions() -> tuple[str, ...]:
-    """Every release kernelcfg has data for, oldest first."""
-    found = (m.group(1) for m in map(_NAME.match, os.listdir(_DIR)) if m)
+    """Every release kernelcfg has data for (its own, and the user's folders'), oldest
+    first."""
+    names = {*search.packaged_names(), *search.user_files()}
+    found = (m.group(1) for m in map(_NAME.match, names) if m)
     return tuple(sorted(found, key=version_key))
 
 
 def data_path(name: str) -> Path:
-    """A data file of the releases folder (``serve-0.34.0.json`` …)."""
-    return _DIR / name
+    """Where data file ``name`` is read from (``serve-0.34.0.json`` …): a user's folder
+    holding it, else kernelcfg's own."""
+    return search.locate(name)
+
+
+def data_source(version: str) -> str | None:
+    """The user's folder release ``version``'s data file comes from; ``None`` for
+    kernelcfg's own."""
+    path = search.user_files().get(f"vllm-{version}.json")
+    return str(path.parent) if path else None
+
+
+def data_notes(version: str) -> tuple[str, ...]:
+    """One note per user folder that holds files of release ``version``: which, and
+    whether they stand in for kernelcfg's own."""
+    held: dict[Path, list[str]] = {}
+    for name, path in search.user_files().items():
+        if name.endswith(f"-{version}.json"):
+            held.setdefault(path.parent, []).append(name)
+    notes = []
+    for folder, names in held.items():
+        shadowed = [n for n in names if n in search.packaged_names()]
+        where = f"read from {folder} ({search.VARIABLE})"
+        if not shadowed:
+            notes.append(f"vLLM {version}: {len(names)} data file(s) {where}; kernelcfg ships none")
+        else:
+            notes.append(
+                f"vLLM {version}: {', '.join(shadowed)} {where}, in place of kernelcfg's own"
+                + (f", and {len(names) - len(shadowed)} more" if len(names) > len(shadowed) else "")
+            )
+    return tuple(notes)
+
+
+def _searched() -> str:
+    """Where a user's release files go, for a message (on one line)."""
+    from kernelcfg.base.bounded import one_line
+
+    found = one_line(os.pathsep.join(map(str, search.folders())))
+    if os.environ.get(search.VARIABLE) is not None:
+        return f"a folder of {search.VARIABLE} ({found or 'empty'})"
+    return f"{found + ' or ' if found else ''}a folder named in {search.VARIABLE}"
 
 
 def newest() -> str:
@@ -63,15 +108,18 @@ def newest() -> str:
     return known_versions()[-1]
 
 
-def parse_version(text: str) -> str:
-    """Canonical ``X.Y.Z`` for ``0.32``, ``0.32.0`` or ``v0.32.0``; known releases only."""
+def parse_version(text: str, where: str = "--vllm-version") -> str:
+    """Canonical ``X.Y.Z`` for ``0.32``, ``0.32.0`` or ``v0.32.0``; known releases only
+    (else the refusal naming the nearest, :func:`.naming.refusal`)."""
     match = _VERSION.match(text)
     if match:
         major, minor, patch = match.groups()
         wanted = f"{major}.{minor}.{patch or 0}"
         if wanted in known_versions():
             return wanted
-    raise UnknownVersionError(text, known_versions())
+    from kernelcfg.vllm.releases import naming
+
+    raise naming.refusal(text, known_versions(), where, _searched())
 
 
 @dataclass(frozen=True)
@@ -283,15 +331,27 @@ def load(version: str | None = None) -> Release:
 
 @cache
 def _load(canonical: str) -> Release:
-    return Release(canonical, data_file(f"vllm-{canonical}.json"))
+    release = Release(canonical, data_file(f"vllm-{canonical}.json"))
+    mine = [name for name in search.user_files() if name.endswith(f"-{canonical}.json")]
+    for name in mine:
+        data_file(name)  # a broken file is refused here, not deep inside a walk
+    serve = f"serve-{canonical}.json"
+    if mine and serve not in mine and serve not in search.packaged_names():
+        from kernelcfg.base.errors import ArgumentError
+
+        raise ArgumentError(
+            f"release data file {search.locate(f'vllm-{canonical}.json')} has no {serve} "
+            "beside it (vllm serve's options, which every resolve reads); write it with the "
+            "release command (docs/releases.md, 'Adding a release')"
+        )
+    return release
 
 
 @cache
 def data_file(name: str) -> dict[str, Any]:
-    """A JSON data file of the releases folder, read once per process."""
-    with data_path(name).open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+    """A JSON data file, read once per process: a user's release file (bounded and
+    checked, :func:`.search.read`), else kernelcfg's own."""
+    return search.read(name)
 
 
 def release_data(kind: str, version: str) -> dict[str, Any] | None:
@@ -367,15 +427,55 @@ class Chosen:
     source: str
     """``flag`` (--vllm-version), ``environment`` (KERNELCFG_VLLM_VERSION),
     ``installed`` (the vLLM installed here) or ``newest`` (the newest kernelcfg knows)."""
+    asked: str | None = None
+    """The release asked for when kernelcfg resolves it with another's data (a patch
+    release it has no data for, ``0.33.1``, with ``0.33.0``'s); ``None`` otherwise."""
+
+    @property
+    def warning(self) -> str | None:
+        """What a run resolved with another release's data must say; ``None`` otherwise."""
+        if self.asked is None:
+            return None
+        from kernelcfg.vllm.releases import naming
+
+        return naming.patch_warning(self.asked, self.release.version, _searched())
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Where the release's files came from, when a user's folder holds some."""
+        return data_notes(self.release.version) if search.user_files() else ()
 
 
 ENVIRONMENT = ("KERNELCFG_VLLM_VERSION",)
 """The environment variables :func:`choose` reads."""
+_WHERE = {"flag": "--vllm-version", "environment": "KERNELCFG_VLLM_VERSION"}
+
+
+def named(text: str, source: str = "flag") -> Chosen:
+    """The release for a version a user named (``source``: ``flag``, ``environment`` or
+    ``installed``): a known one; a patch release of a known minor, resolved with that
+    minor's data (:attr:`Chosen.asked` says so); else the refusal naming the nearest
+    known release and how to add this one."""
+    known = known_versions()
+    match = _VERSION.match(text)
+    if match:
+        major, minor, patch = match.groups()
+        wanted = f"{major}.{minor}.{patch or 0}"
+        if wanted in known:
+            return Chosen(_load(wanted), source)
+        from kernelcfg.vllm.releases import naming
+
+        used = naming.stand_in(wanted, known)
+        if used is not None:
+            return Chosen(_load(used), source, asked=wanted)
+    from kernelcfg.vllm.releases import naming
+
+    raise naming.refusal(text, known, _WHERE.get(source, source), _searched())
 
 
 def choose(given: str | None, environ: Mapping[str, str]) -> Chosen:
     """The release for ``--vllm-version`` (``given``), else the environment's, else the
-    installed vLLM's, else the newest known; an unknown one raises naming the known."""
+    installed vLLM's, else the newest known (each as :func:`named` takes it)."""
     from_env = environ.get("KERNELCFG_VLLM_VERSION") or None
     installed = None if given or from_env else installed_vllm()
     return _choose(given or None, from_env, installed)
@@ -385,17 +485,16 @@ def choose(given: str | None, environ: Mapping[str, str]) -> Chosen:
 def _choose(given: str | None, from_env: str | None, installed: str | None) -> Chosen:
     """:func:`choose`, once per answer (every batch line asks again)."""
     if given:
-        return Chosen(load(given), "flag")
+        return named(given, "flag")
     if from_env:
-        return Chosen(load(from_env), "environment")
+        return named(from_env, "environment")
     if installed is None:
         return Chosen(load(None), "newest")
-    try:
-        return Chosen(load(installed), "installed")
-    except UnknownVersionError as exc:
-        raise UnknownVersionError(
-            installed,
-            known_versions(),
-            context=f"vLLM {installed} is installed here, and kernelcfg has no data for it; "
-            "pass --vllm-version (or KERNELCFG_VLLM_VERSION) to resolve for a release it knows",
-        ) from exc
+    return named(installed, "installed")
+
+
+def forget() -> None:
+    """Forget every release and folder listing read (a test changes the environment)."""
+    search.forget()
+    for cached in (known_versions, data_file, _load, _choose, installed_vllm):
+        cached.cache_clear()
