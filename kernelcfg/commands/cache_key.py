@@ -66,6 +66,22 @@ def _environ(result: Resolution, environ: Mapping[str, str]) -> dict[str, str]:
     return {**environ, **(inputs.env if inputs is not None else {})}
 
 
+def _started(result: Resolution, engine: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The environment once vLLM has started (its own writes applied), and the
+    variables it may write on a condition kernelcfg cannot know here, with why."""
+    from kernelcfg.vllm.compile_cache.start_up import Launch, writes
+
+    inputs = result.inputs
+    mode = result.sources.get("compilation.mode", "")
+    launch = Launch(
+        platform=result.target.kind,
+        quantized=inputs is not None and inputs.quantization is not None,
+        breakable_auto=mode.startswith("breakable CUDA graphs ("),
+    )
+    found = writes(result.release.version, engine, launch)
+    return {**engine, **found.written}, found.unknown
+
+
 def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey, dict[str, Any]]:
     """The key of a resolved launch (env and config parts), and what was found out along
     the way: ``config_parts`` (each sub-config's hash), ``unknown`` (parts or factors not
@@ -76,7 +92,8 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
 
     version = result.release.version
     notes: dict[str, Any] = {"unknown": []}
-    engine = _environ(result, environ)
+    engine, unsure = _started(result, _environ(result, environ))
+    notes["unknown"] += [f"env {name}: {why}" for name, why in unsure.items()]
     question = (version, result.target.kind, tuple(sorted(engine.items())))
     try:
         env = _ENV.get(
@@ -86,8 +103,9 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
         notes["unknown"].append(f"env: {exc.message}")
         return CacheKey(key_scheme(version), version=version), notes
     notes["unknown"] += [f"env {name}" for name in env.unknown]
+    env_known = not env.unknown and not unsure
     key = CacheKey(
-        key_scheme(version), env_factors=None if env.unknown else env.factors, version=version
+        key_scheme(version), env_factors=env.factors if env_known else None, version=version
     )
     if result.inputs is None:
         return key, notes
