@@ -101,8 +101,10 @@ def resolve(
         Format | None,
         typer.Option(
             "--format",
-            help="Output format (default table; with --batch, JSON lines). With --batch: "
-            "json, table (a summary), github, junit or sarif.",
+            metavar="FORMAT",
+            help="Output format: table (default), json, yaml, env, args, github, junit or "
+            "sarif. With --batch: json (default: JSON lines), table (a summary), github, "
+            "junit or sarif.",
             show_default=False,
         ),
     ] = None,
