@@ -10,6 +10,7 @@ import sys
 from typing import Annotated
 
 import typer
+from typer import _click
 from typer.core import TyperGroup
 
 from kernelcfg._version import __version__
@@ -19,7 +20,7 @@ from kernelcfg.cli.common import OutputError, patient_stdout, silence_stdout
 class _Group(TyperGroup):
     """The top-level group: ``-h`` is ``--help`` for every command."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, help_words(args))
 
 
