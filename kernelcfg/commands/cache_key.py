@@ -66,11 +66,23 @@ def _environ(result: Resolution, environ: Mapping[str, str]) -> dict[str, str]:
     return {**environ, **(inputs.env if inputs is not None else {})}
 
 
-def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey, dict[str, Any]]:
+NO_MODEL = (
+    "config: no config.json for the model (give a local MODEL folder, --hf-config-path, "
+    "or a hub id with --download)"
+)
+"""Why the config part is unknown when the model's config.json is not known."""
+NO_CACHE = "no reference cache of this install (give --compile-cache DIR)"
+"""Why the code and compiler parts are unknown without ``--compile-cache``."""
+
+
+def launch_key(
+    result: Resolution, environ: Mapping[str, str], *, env_only: bool = False
+) -> tuple[CacheKey, dict[str, Any]]:
     """The key of a resolved launch (env and config parts), and what was found out along
     the way: ``config_parts`` (each sub-config's hash), ``unknown`` (parts or factors not
     computable here, with why), ``refused`` (vLLM's refusal while building its config),
-    ``transformers`` (the version that wrote the model's text)."""
+    ``transformers`` (the version that wrote the model's text). ``env_only``: the env
+    part alone, the config part unknown for want of the model's config.json."""
     from kernelcfg.vllm.compile_cache.config import ConfigRefusal
     from kernelcfg.vllm.compile_cache.env import EnvInputs, compute
 
@@ -90,6 +102,9 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
         key_scheme(version), env_factors=None if env.unknown else env.factors, version=version
     )
     if result.inputs is None:
+        return key, notes
+    if env_only:
+        notes["unknown"].append(NO_MODEL)
         return key, notes
     inputs = result.inputs
     overridden = inputs.hf_config is not None and _overridden(inputs)
@@ -172,8 +187,11 @@ def compile_cache_of(
 ) -> dict[str, Any]:
     """``resolve``'s ``compile_cache`` object: the launch's key parts, and with a cache
     of the install (``cache``) the directory the launch compiles into and whether it
-    reuses that cache."""
-    key, notes = launch_key(result, environ)
+    reuses that cache. Without the model's config.json, the env part alone (the config
+    part unknown, and why)."""
+    inputs = result.inputs
+    env_only = inputs is not None and inputs.hf_config is None
+    key, notes = launch_key(result, environ, env_only=env_only)
     unknown = list(notes["unknown"])
     out: dict[str, Any] = {
         "env_hash": key.env_hash,
@@ -192,8 +210,8 @@ def compile_cache_of(
     if cache is None:
         out["unknown"] = [
             *unknown,
-            "code (give --compile-cache)",
-            "compiler (give --compile-cache)",
+            f"code: {NO_CACHE}",
+            f"compiler: {NO_CACHE}",
         ]
         return out
     existing = read_factors_file(cache)

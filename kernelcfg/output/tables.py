@@ -174,8 +174,10 @@ def _compile_cache_lines(found: dict[str, Any] | None) -> list[Any]:
         reuse = {True: "reuses the cache given", False: "does not reuse the cache given"}
         said = f"{found['key']}  ({reuse.get(found['reuses'], 'unknown')})"
     else:
-        said = "unknown: " + "; ".join(found["unknown"])
+        said = "unknown"
     lines: list[Any] = [_unwrapped("compile-cache key ", said)]
+    if not found["key"]:
+        lines += [plain(f"  unknown {why}") for why in found["unknown"]]
     lines.append(plain(f"  env hash {found['env_hash']}, config hash {found['config_hash']}"))
     jit = (found.get("directory") or {}).get("jit")
     if jit:
