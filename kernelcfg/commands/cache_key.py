@@ -101,10 +101,8 @@ def launch_key(
     key = CacheKey(
         key_scheme(version), env_factors=None if env.unknown else env.factors, version=version
     )
-    if result.inputs is None:
-        return key, notes
-    if env_only:
-        notes["unknown"].append(NO_MODEL)
+    if result.inputs is None or env_only:
+        notes["unknown"] += [NO_MODEL] if env_only else []
         return key, notes
     inputs = result.inputs
     overridden = inputs.hf_config is not None and _overridden(inputs)
