@@ -53,3 +53,12 @@ def test_no_transformers_names_the_model_extra() -> None:
     from kernelcfg.vllm.compile_cache.model import NO_TRANSFORMERS
 
     assert "kernelcfg[model]" in NO_TRANSFORMERS
+
+
+def test_readme_names_the_hash_per_release() -> None:
+    """0.34.0 has no ``KernelConfig.compute_hash()``: the README says how each release
+    hashes."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "0.34: `hash_config()`" in text
