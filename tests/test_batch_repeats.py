@@ -36,7 +36,8 @@ REPEATED = [
 def _one_by_one(raws: list[str], matrix: list[dict[str, str]]) -> list[str]:
     """Each line resolved and rendered on its own (the path without kept lines)."""
     out = []
-    for line in pipeline.batch(raws, matrix=matrix):
+    request = pipeline.Request(serve_is_vllms=True, want_compile_cache=True)  # as json_lines
+    for line in pipeline.batch(raws, matrix=matrix, request=request):
         code = render.exit_code_under(line.result, strict=False, never=False)
         extra: dict[str, Any] = {"id": line.id, "exit_code": code}
         if matrix:

@@ -56,6 +56,14 @@ def _having(name: str | None = None) -> list[str]:
     return out
 
 
+_HASHED_BY = {
+    "compute_hash": "AttentionConfig.compute_hash()",
+    "hash_config": "hash_config(AttentionConfig.compile_factors())",
+}
+"""How each release's hash scheme hashes the attention config: never in the kernel
+config's hash."""
+
+
 def explain(value: str) -> dict[str, Any]:
     """``explain attention_backend[=VALUE]`` in the shape of the kernel-config fields."""
     having = _having()
@@ -69,6 +77,8 @@ def explain(value: str) -> dict[str, Any]:
         "releases": span(having),
         "default": "auto",
         "hashed": dict.fromkeys(having, True),
+        "hash": "attention",
+        "hashed_by": {v: _HASHED_BY[releases.load(v).hash_scheme] for v in having},
         "flag": "--attention-backend",
         "choices": {n: span(_having(n)) for n in names},
     }

@@ -88,6 +88,8 @@ def _field(name: str) -> dict[str, Any]:
         "releases": attention.span(having),
         "default": facts.default,
         "hashed": {v: name not in releases.load(v).hash_ignored for v in having},
+        "hash": "kernel_config",
+        "hashed_by": {v: HASHED_BY[releases.load(v).hash_scheme] for v in having},
         "flag": f"--{name.replace('_', '-')}"
         if name in constraints.FIELDS
         else f"--kernel-config.{name}",
@@ -101,6 +103,14 @@ def _field(name: str) -> dict[str, Any]:
 
         out["choices"] = {c: attention.span(offering(c)) for c in everything}
     return out
+
+
+HASHED_BY = {
+    "compute_hash": "KernelConfig.compute_hash()",
+    "hash_config": "hash_config(KernelConfig.compile_factors())",
+}
+"""How each hash scheme (``kernel_config.hash_scheme`` of a release) hashes the kernel
+config, in words."""
 
 
 _REQUIREMENTS = (

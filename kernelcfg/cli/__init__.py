@@ -47,3 +47,19 @@ def _listed_at(command: CommandInfo) -> int:
 
 
 app.registered_commands.sort(key=_listed_at)
+
+
+def _summary(command: CommandInfo) -> str | None:
+    """A command's line in ``kernelcfg --help``: its help's first paragraph as one line
+    (the docstring's own line breaks would break the list mid-sentence)."""
+    text = command.help or (command.callback.__doc__ if command.callback else None) or ""
+    first = " ".join(text.strip().split("\n\n")[0].split())
+    return first or None
+
+
+for _command in app.registered_commands:
+    _command.short_help = _command.short_help or _summary(_command)
+for _group in app.registered_groups:
+    _text = _group.typer_instance.info.help if _group.typer_instance else None
+    if isinstance(_text, str) and not _group.short_help:
+        _group.short_help = " ".join(_text.strip().split("\n\n")[0].split())

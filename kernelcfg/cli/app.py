@@ -10,12 +10,32 @@ import sys
 from typing import Annotated
 
 import typer
+from typer import _click
+from typer.core import TyperGroup
 
 from kernelcfg._version import __version__
 from kernelcfg.cli.common import OutputError, patient_stdout, silence_stdout
 
+
+class _Group(TyperGroup):
+    """The top-level group: ``-h`` is ``--help`` for every command."""
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, help_words(args))
+
+
+def help_words(args: list[str]) -> list[str]:
+    """``args`` with each ``-h`` before the first ``--`` read as ``--help``: vLLM flags
+    such as ``-cc.cudagraph_mode`` hold an "h", so ``-h`` cannot be a click option (click
+    reads an unknown single-dash word as a cluster of short options); after ``--`` (a
+    pasted ``vllm serve`` line, files to scan) every word stays as written."""
+    end = args.index("--") if "--" in args else len(args)
+    return ["--help" if word == "-h" else word for word in args[:end]] + args[end:]
+
+
 app = typer.Typer(
     name="kernelcfg",
+    cls=_Group,
     pretty_exceptions_enable=False,
     help=(
         "Tell what vLLM will do with its kernel flags, before a GPU is booked.\n\n"
@@ -25,10 +45,15 @@ app = typer.Typer(
         "kernel-config hash -- the digest vLLM itself computes, one factor of its "
         "compile-cache key."
     ),
+    epilog=(
+        "Environment: NO_COLOR (any value) turns colours off in tables and help; COLUMNS "
+        "sets the width (80 in a CI log). -h is --help everywhere. Exit codes: 0 valid, "
+        "1 refused at start-up, 2 unusable input, 70 a kernelcfg bug, 74 stdout "
+        "unwritable."
+    ),
     no_args_is_help=True,
     add_completion=True,
-    # No -h: vLLM flags such as -cc.cudagraph_mode hold an "h", and click reads
-    # unknown single-dash words as clusters of short options.
+    # -h is read as --help by _Group (help_words), not by click.
     context_settings={"help_option_names": ["--help"]},
 )
 
@@ -100,7 +125,11 @@ def main() -> None:
         raise SystemExit(EXIT_IOERR) from None
     except Exception as exc:
         if _usage_error(exc):
-            # The CLI framework's own refusals (click's UsageError), one line like the rest.
+            # The CLI framework's own refusals (click's UsageError), one line like the rest;
+            # a bare ``kernelcfg`` (or ``kernelcfg cache``) has had its help printed: no
+            # line more, and exit 2 as click's ``no_args_is_help`` does (a usage error).
+            if not exc.format_message().strip():  # type: ignore[attr-defined]
+                raise SystemExit(2) from None
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else "kernelcfg"
             message = bounded_line(exc.format_message())  # type: ignore[attr-defined]

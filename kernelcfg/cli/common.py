@@ -250,7 +250,12 @@ are theirs to read, not the framework's to refuse."""
 
 ListFormatOption = Annotated[ListFormat, typer.Option("--format", help="Output format.")]
 """``--format`` of the commands that print a table or JSON."""
-ReportFormatOption = Annotated[ReportFormat, typer.Option("--format", help="Output format.")]
+ReportFormatOption = Annotated[
+    ReportFormat,
+    typer.Option(
+        "--format", metavar="FORMAT", help="Output format: table, json, github, junit or sarif."
+    ),
+]
 """``--format`` of the commands that also write CI reports."""
 
 

@@ -20,8 +20,8 @@ def explain(
 ) -> None:
     """What a kernel-config field or value means, in which releases, and what it needs.
 
-    Like `kubectl explain`: the field's meaning, its choices release by release, whether
-    it is part of the kernel-config hash, and for a value its requirements (platform,
+    Like `kubectl explain`: the field's meaning, its choices release by release, which
+    hash it is part of and how each release computes it, and for a value its requirements (platform,
     GPU, quantisation, expert parallelism, environment), what vLLM does when they are
     not met, where in vLLM the rule lives, and an example.
     """
@@ -41,14 +41,16 @@ def explain(
     lines.append(f"  {data['doc']}")
     lines.append(f"  default: {json.dumps(data['default'])}")
     hashed = sorted({str(v) for v in data["hashed"].values()})
+    which = "attention" if data["hash"] == "attention" else "kernel-config"
     lines.append(
-        "  part of the kernel-config hash: "
+        f"  part of the {which} hash: "
         + (
             hashed[0]
             if len(hashed) == 1
             else ", ".join(f"{k}: {v}" for k, v in data["hashed"].items())
         )
     )
+    lines += [f"  hashed by: {how} ({span})" for how, span in _spans(data["hashed_by"])]
     if "value" in data:
         lines += ["", f"VALUE: {data['value']}  ({data['value_releases']})"]
         for key, value in data["requirements"].items():
@@ -61,3 +63,12 @@ def explain(
     if "example" in data:
         lines += ["", f"EXAMPLE: {data['example']}"]
     write_text("\n".join(one_line(line) for line in lines) + "\n")
+
+
+def _spans(by_release: dict[str, str]) -> list[tuple[str, str]]:
+    """Each distinct value of ``by_release`` and the releases that have it
+    (``0.29.0-0.33.0``)."""
+    found: dict[str, list[str]] = {}
+    for release, value in by_release.items():
+        found.setdefault(value, []).append(release)
+    return [(value, f"{r[0]}-{r[-1]}" if len(r) > 1 else r[0]) for value, r in found.items()]

@@ -101,8 +101,10 @@ def resolve(
         Format | None,
         typer.Option(
             "--format",
-            help="Output format (default table; with --batch, JSON lines). With --batch: "
-            "json, table (a summary), github, junit or sarif.",
+            metavar="FORMAT",
+            help="Output format: table (default), json, yaml, env, args, github, junit or "
+            "sarif. With --batch: json (default: JSON lines), table (a summary), github, "
+            "junit or sarif.",
             show_default=False,
         ),
     ] = None,
@@ -177,7 +179,7 @@ def resolve(
     if cells:
         raise refuse("--matrix expands --batch lines; give --batch FILE too", 2)
     fmt = fmt or Format.table
-    wanted = fmt in (Format.json, Format.yaml)
+    wanted = fmt in (Format.json, Format.yaml, Format.env)
     result = pipeline.resolve_args(flags, pipeline.Request(want_compile_cache=wanted))
     data = render.as_data(result, strict=strict, sources=explain_sources)
     code = exit_code(result, fail_on)

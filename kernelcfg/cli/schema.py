@@ -38,7 +38,8 @@ def schema(
         typer.Option("--vllm-version", envvar="KERNELCFG_VLLM_VERSION", help="The release."),
     ] = None,
     of: Annotated[
-        SchemaOf, typer.Option("--of", help="What to describe.")
+        SchemaOf,
+        typer.Option("--of", metavar="WHAT", help="What to describe (below)."),
     ] = SchemaOf.kernel_config,
 ) -> None:
     """Print a JSON Schema (draft 2020-12) for editors and check-jsonschema.

@@ -82,11 +82,23 @@ def _started(result: Resolution, engine: dict[str, str]) -> tuple[dict[str, str]
     return {**engine, **found.written}, found.unknown
 
 
-def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey, dict[str, Any]]:
+NO_MODEL = (
+    "config: no config.json for the model (give a local MODEL folder, --hf-config-path, "
+    "or a hub id with --download)"
+)
+"""Why the config part is unknown when the model's config.json is not known."""
+NO_CACHE = "no reference cache of this install (give --compile-cache DIR)"
+"""Why the code and compiler parts are unknown without ``--compile-cache``."""
+
+
+def launch_key(
+    result: Resolution, environ: Mapping[str, str], *, env_only: bool = False
+) -> tuple[CacheKey, dict[str, Any]]:
     """The key of a resolved launch (env and config parts), and what was found out along
     the way: ``config_parts`` (each sub-config's hash), ``unknown`` (parts or factors not
     computable here, with why), ``refused`` (vLLM's refusal while building its config),
-    ``transformers`` (the version that wrote the model's text)."""
+    ``transformers`` (the version that wrote the model's text). ``env_only``: the env
+    part alone, the config part unknown for want of the model's config.json."""
     from kernelcfg.vllm.compile_cache.config import ConfigRefusal
     from kernelcfg.vllm.compile_cache.env import EnvInputs, compute
 
@@ -107,7 +119,8 @@ def launch_key(result: Resolution, environ: Mapping[str, str]) -> tuple[CacheKey
     key = CacheKey(
         key_scheme(version), env_factors=env.factors if env_known else None, version=version
     )
-    if result.inputs is None:
+    if result.inputs is None or env_only:
+        notes["unknown"] += [NO_MODEL] if env_only else []
         return key, notes
     inputs = result.inputs
     overridden = inputs.hf_config is not None and _overridden(inputs)
@@ -190,8 +203,11 @@ def compile_cache_of(
 ) -> dict[str, Any]:
     """``resolve``'s ``compile_cache`` object: the launch's key parts, and with a cache
     of the install (``cache``) the directory the launch compiles into and whether it
-    reuses that cache."""
-    key, notes = launch_key(result, environ)
+    reuses that cache. Without the model's config.json, the env part alone (the config
+    part unknown, and why)."""
+    inputs = result.inputs
+    env_only = inputs is not None and inputs.hf_config is None
+    key, notes = launch_key(result, environ, env_only=env_only)
     unknown = list(notes["unknown"])
     out: dict[str, Any] = {
         "env_hash": key.env_hash,
@@ -210,8 +226,8 @@ def compile_cache_of(
     if cache is None:
         out["unknown"] = [
             *unknown,
-            "code (give --compile-cache)",
-            "compiler (give --compile-cache)",
+            f"code: {NO_CACHE}",
+            f"compiler: {NO_CACHE}",
         ]
         return out
     existing = read_factors_file(cache)

@@ -238,7 +238,7 @@ def resolve_args(args: Sequence[str], request: Request | None = None) -> Resolut
         return Failure(_unusable(exc), *_known_context(args, request or Request()))
     result = resolve(inputs, target, release)
     req = request or Request()
-    wanted = (req.want_compile_cache and inputs.hf_config is not None) or inputs.compile_cache_path
+    wanted = req.want_compile_cache or inputs.compile_cache_path
     try:
         if wanted:
             _compile_cache(result, req)

@@ -339,7 +339,8 @@ def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
     pairs: list[tuple[str, Any]] = [
         (_env_name("valid"), data["valid"]),
         (_env_name("vllm_version"), data["vllm_version"]),
-        (_env_name("hash"), data["hash"]),
+        (_env_name("kernel_config_hash"), data["hash"]),
+        (_env_name("hash"), data["hash"]),  # deprecated: KERNELCFG_KERNEL_CONFIG_HASH
         (_env_name("attention_hash"), data.get("attention_hash")),
     ]
     for part, prefix in _ENV_PARTS:
@@ -352,11 +353,59 @@ def as_env(data: dict[str, Any], *, exit_code: int | None = None) -> str:
     if picked:
         pairs.append((_env_name("attention_backend"), picked.get("backend")))
         pairs.append((_env_name("attention_status"), picked.get("status")))
+    pairs += _env_picks(data.get("selection") or {})
+    pairs += _env_compile_cache(data.get("compile_cache"))
     errors = [p for p in data["problems"] if p["severity"] == "error"]
     pairs.append((_env_name("errors"), len(errors)))
     if exit_code is not None:
         pairs.append((_env_name("exit"), exit_code))
     return "".join(f"{name}={shlex.quote(_env_value(value))}\n" for name, value in pairs)
+
+
+_PICKS = (
+    ("attention", "attention"),
+    ("moe_backend", "moe"),
+    ("linear_backend", "linear"),
+    ("sparse_indexer_topk_backend", "topk"),
+)
+"""The selections ``--format env`` names, with the word after ``KERNELCFG_PICKED_``."""
+
+
+def _env_picks(selection: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What vLLM picks, per selection: ``KERNELCFG_PICKED_MOE_BACKEND``, ``…_KERNEL``,
+    ``…_STATUS``; the linear kernel per kind of layer
+    (``KERNELCFG_PICKED_LINEAR_KERNEL_FP8_BLOCK_128X128``); the top-k backend per band of
+    decode rows (``KERNELCFG_PICKED_TOPK_BY_ROWS``, JSON)."""
+    pairs: list[tuple[str, Any]] = []
+    for key, word in _PICKS:
+        picked = selection.get(key)
+        if not picked:
+            continue
+        for part in ("backend", "kernel", "status"):
+            pairs.append((_env_name("picked", word, part), picked.get(part)))
+        for kind, kernel in (picked.get("layers") or {}).items():
+            pairs.append((_env_name("picked", word, "kernel", _env_word(kind)), kernel))
+        if picked.get("by_rows"):
+            pairs.append((_env_name("picked", word, "by_rows"), picked["by_rows"]))
+    return pairs
+
+
+def _env_word(text: str) -> str:
+    """``text`` as a part of a variable name: every other character an ``_``."""
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in text)
+
+
+def _env_compile_cache(found: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """The compile-cache key (empty while a part is unknown), its env and config hashes,
+    and why the key is unknown."""
+    if not found:
+        return []
+    return [
+        (_env_name("compile_cache_key"), found.get("key")),
+        (_env_name("compile_cache_env_hash"), found.get("env_hash")),
+        (_env_name("compile_cache_config_hash"), found.get("config_hash")),
+        (_env_name("compile_cache_unknown"), "; ".join(found.get("unknown") or [])),
+    ]
 
 
 def _derived(source: str) -> bool:

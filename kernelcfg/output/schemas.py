@@ -144,6 +144,9 @@ _RESOLVE: dict[str, Any] = {
         },
         "compile_cache": {
             "type": ["object", "null"],
+            "description": "The launch's part of vLLM's compile-cache key: the env part "
+            "always (it needs no model), the config part once the model's config.json is "
+            "read; null only where the line could not be resolved.",
             "required": [
                 "env_hash",
                 "config_hash",
@@ -166,7 +169,13 @@ _RESOLVE: dict[str, Any] = {
                 "directory": {"type": ["object", "null"]},
                 "reuses": {"type": ["boolean", "null"]},
                 "differences": {"type": "array"},
-                "unknown": {"type": "array", "items": _STR},
+                "unknown": {
+                    "type": "array",
+                    "items": _STR,
+                    "description": "Each part not known, as 'PART: why' (config: no "
+                    "config.json, or transformers missing, the model extra; code and "
+                    "compiler: no reference cache, give --compile-cache DIR).",
+                },
             },
         },
         "sources": {"type": "object"},
@@ -351,7 +360,10 @@ OUTPUTS: dict[str, dict[str, Any]] = {
             },
         },
     ),
-    "explain": _envelope(["field", "doc", "default", "hashed"], {"field": _STR}),
+    "explain": _envelope(
+        ["field", "doc", "default", "hashed", "hash", "hashed_by"],
+        {"field": _STR, "hash": {"enum": ["kernel_config", "attention"]}},
+    ),
     "why": _envelope(
         ["field", "vllm_version", "platform", *_SELECTION["required"]],
         {

@@ -39,11 +39,13 @@ def plain(value: object, limit: int = CELL, style: str = "") -> Any:
     return Text(one_line(cut(text, limit)), style=style)
 
 
-def fold(table: Any) -> Any:
+def fold(table: Any, *, names: int = 0) -> Any:
     """``table`` with every column wrapping long values instead of cutting them, so
-    that an 80-column terminal (a CI log) still shows every value whole."""
-    for column in table.columns:
+    that an 80-column terminal (a CI log) still shows every value whole; its first
+    ``names`` columns (field names, settings, ops) are never split inside a name."""
+    for place, column in enumerate(table.columns):
         column.overflow = "fold"
+        column.no_wrap = place < names
     return table
 
 
@@ -71,7 +73,7 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
     if isinstance(result, Resolution) and result.kernel_config is not None:
         parts += _config_tables(result, result.kernel_config)
     if data["hash"]:
-        parts.append(_unwrapped("kernel-config hash ", data["hash"]))
+        parts.append(_HashLine("kernel-config hash ", data["hash"]))
     parts += _selection_lines(data, walk=walk)
     parts += _compile_cache_lines(data.get("compile_cache"))
     notes = [p for p in data["problems"] if p["severity"] == "info"]
@@ -81,14 +83,40 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
 
 
 def _unwrapped(label: str, value: str) -> Any:
-    """``label value`` on one line whatever the width: a hash is copied whole, and a
-    pick is one line for ``grep``."""
+    """``label value`` on one line whatever the width: a pick is one line for ``grep``."""
     from rich.text import Text
 
     line = Text.assemble((label, "bold"), plain(value))
     line.no_wrap = True
     line.overflow = "ignore"
     return line
+
+
+class _HashLine:
+    """A label and its hash: one line when the width allows; else (80 columns, a CI
+    log) the label on its line and the hash under it, indented, whole, so that it is
+    copied whole and no line is wider than the terminal."""
+
+    def __init__(self, label: str, value: str) -> None:
+        self.label = label
+        """The label, bold, with its trailing blank."""
+        self.value = value
+        """The value: a hash, a pick."""
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        if len(self.label) + len(self.value) <= options.max_width:
+            yield _unwrapped(self.label, self.value)
+            return
+        yield Text(self.label.rstrip(), style="bold")
+        yield Text.assemble("  ", plain(self.value))
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        whole = len(self.label) + len(self.value)
+        return Measurement(min(whole, options.max_width), whole)
 
 
 def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
@@ -132,7 +160,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
             )
         )
     if data.get("attention_hash"):
-        lines.append(_unwrapped("attention hash ", data["attention_hash"]))
+        lines.append(_HashLine("attention hash ", data["attention_hash"]))
     return lines
 
 
@@ -146,8 +174,10 @@ def _compile_cache_lines(found: dict[str, Any] | None) -> list[Any]:
         reuse = {True: "reuses the cache given", False: "does not reuse the cache given"}
         said = f"{found['key']}  ({reuse.get(found['reuses'], 'unknown')})"
     else:
-        said = "unknown: " + "; ".join(found["unknown"])
+        said = "unknown"
     lines: list[Any] = [_unwrapped("compile-cache key ", said)]
+    if not found["key"]:
+        lines += [plain(f"  unknown {why}") for why in found["unknown"]]
     lines.append(plain(f"  env hash {found['env_hash']}, config hash {found['config_hash']}"))
     jit = (found.get("directory") or {}).get("jit")
     if jit:
@@ -202,11 +232,32 @@ def _headline(data: dict[str, Any]) -> Any:
                 f"from {platform['source']})"
             )
         )
-    head.append(
-        "  valid" if data["valid"] else "  NOT VALID",
+    verdict = Text(
+        "valid" if data["valid"] else "NOT VALID",
         style="green" if data["valid"] else "red bold",
     )
-    return head
+    return _Headline(head, verdict)
+
+
+class _Headline:
+    """The headline and its verdict: one line when the width allows; else the
+    description wraps and the verdict stays whole on a line of its own, never
+    ``NOT`` / ``VALID`` apart."""
+
+    def __init__(self, head: Any, verdict: Any) -> None:
+        self.head = head
+        """What was resolved, for which target."""
+        self.verdict = verdict
+        """``valid`` or ``NOT VALID``."""
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        if len(self.head) + 2 + len(self.verdict) <= options.max_width:
+            yield Text.assemble(self.head, "  ", self.verdict)
+            return
+        yield self.head
+        yield self.verdict
 
 
 def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
@@ -218,7 +269,7 @@ def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
     fields.add_column("value")
     fields.add_column("from", style="dim")
     fields.add_column("hashed", justify="center")
-    fold(fields)
+    fold(fields, names=1)
     sources = all_sources(result)
     ignored = hashing.ignored_factors(result.release, config)
     ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
@@ -236,7 +287,7 @@ def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
     other.add_column("setting")
     other.add_column("value")
     other.add_column("from", style="dim")
-    fold(other)
+    fold(other, names=1)
     for key, value in result.compilation.items():
         other.add_row(
             plain(f"compilation.{key}"), plain(value), plain(sources[f"compilation.{key}"])
@@ -248,7 +299,7 @@ def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
         dispatch = Table(title="IR dispatch on this target", title_justify="left")
         dispatch.add_column("op")
         dispatch.add_column("providers tried, in order")
-        fold(dispatch)
+        fold(dispatch, names=1)
         for op, chain in result.ir_dispatch.items():
             dispatch.add_row(plain(op), plain(" → ".join(chain)))
         tables.append(dispatch)

@@ -38,7 +38,7 @@ __all__ = [
     "model_facts",
 ]
 
-NO_TRANSFORMERS = "transformers is not installed (pip install transformers)"
+NO_TRANSFORMERS = "transformers is not installed (the model extra: pip install 'kernelcfg[model]')"
 """Why the ``hf_config`` text is unknown without transformers."""
 
 
