@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -153,18 +154,52 @@ KERNEL_FLAG_CHOICES = {
 }
 
 
-def complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
-    """Complete backend names after a backend flag, and the flag names themselves."""
-    del ctx
+def _option_values() -> dict[str, Callable[[], Iterable[str]]]:
+    """kernelcfg's own target options and vLLM's backend options, each with where its
+    values come from (the newest release's data for vLLM's)."""
+    from kernelcfg.targets.presets import KINDS, PRESETS
     from kernelcfg.vllm import releases
+    from kernelcfg.vllm.inputs import INSTALLS
+    from kernelcfg.vllm.kernel_config import attention as attention_config
+    from kernelcfg.vllm.kernels.quantization import SCHEMES
 
     release = releases.load(None)
-    previous = args[-1] if args else ""
-    if previous in KERNEL_FLAG_CHOICES:
-        values = release.choices(KERNEL_FLAG_CHOICES[previous])
+
+    def backends(field: str) -> Callable[[], Iterable[str]]:
         passthrough = release.constant("PASSTHROUGH_ALL2ALL_BACKEND")
-        return [v for v in values if v.startswith(incomplete) and v != passthrough]
+        return lambda: [v for v in release.choices(field) if v != passthrough]
+
+    def attention() -> Iterable[str]:
+        found = attention_config.facts(release.version)
+        return ["auto", *found.backends] if found is not None else []
+
+    return {
+        "--device": lambda: PRESETS,
+        "--platform": lambda: KINDS,
+        "--install": lambda: INSTALLS,
+        "--vllm-version": releases.known_versions,
+        "--quant-scheme": lambda: SCHEMES,
+        "--attention-backend": attention,
+        **{flag: backends(field) for flag, field in KERNEL_FLAG_CHOICES.items()},
+    }
+
+
+def complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """Complete the values of kernelcfg's target options (``--device`` presets,
+    ``--platform``, ``--install``, ``--vllm-version``, ``--quant-scheme``) and of vLLM's
+    backend options after them, and the option names themselves."""
+    from kernelcfg.flags.argv import CONTEXT_OPTIONS
+
+    # Typer hands an empty ``args``; the words typed so far are the argument's value
+    # in the context click parsed for completion.
+    typed = args or list((ctx.params.get("vllm_flags") or []) if ctx is not None else [])
+    previous = typed[-1] if typed else ""
+    values = _option_values()
+    if previous in values:
+        return [v for v in values[previous]() if v.startswith(incomplete)]
     flags = [
+        *CONTEXT_OPTIONS,
+        "--attention-backend",
         *KERNEL_FLAG_CHOICES,
         "--kernel-config",
         "--ir-op-priority",
