@@ -58,7 +58,8 @@ MAX_DEPTH = 64
 MAX_YAML_LINE = 64 * 1024
 """The longest line of a YAML file (64 KiB): PyYAML reads a huge scalar slowly."""
 MAX_YAML_NODES = 100_000
-"""The most YAML nodes a document may expand to once its aliases are followed."""
+"""The most values a document's aliases may add to those written in it (a document of
+any size, its aliases followed, holds at most this many more)."""
 _SHOWN = 120
 
 
@@ -284,9 +285,13 @@ def _safe_loader() -> Any:
 
 
 def _check_yaml_nodes(root: Any, what: str) -> None:
-    """Refuse documents nested too deep, self-referencing, or expanding too far."""
+    """Refuse documents nested too deep, self-referencing, or whose aliases add more
+    than :data:`MAX_YAML_NODES` values to those written (a large file written out in
+    full is no alias bomb: only what aliases add is counted)."""
     import yaml
 
+    written = _distinct_nodes(root)
+    limit = MAX_YAML_NODES + written
     sizes: dict[int, int] = {}
     active: set[int] = set()
     # Iterative post-order walk: (node, depth, children done?)
@@ -305,9 +310,10 @@ def _check_yaml_nodes(root: Any, what: str) -> None:
         if done:
             active.discard(key)
             total = 1 + sum(sizes[id(c)] for c in children)
-            if total > MAX_YAML_NODES:
+            if total > limit:
                 raise ArgumentError(
-                    f"{what}: YAML aliases expand to more than {MAX_YAML_NODES:,} values",
+                    f"{what}: YAML aliases expand to more than {MAX_YAML_NODES:,} values "
+                    f"beyond the {written:,} written",
                     field=what,
                 )
             sizes[key] = total
@@ -321,6 +327,24 @@ def _check_yaml_nodes(root: Any, what: str) -> None:
         active.add(key)
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+
+
+def _distinct_nodes(root: Any) -> int:
+    """How many nodes a document holds, each counted once however many aliases name it."""
+    import yaml
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(c for pair in node.value for c in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return len(seen)
 
 
 def lines(stream: IO[bytes], what: str = "--batch") -> Iterator[str | ArgumentError]:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from kernelcfg.base.bounded import one_line, read_text, shown
 from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.base.secrets import MASK, SECRET_WORDS, masked
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.kernel_config.defaults import env_flag
 from kernelcfg.vllm.kernel_config.rules import environment_problems
@@ -272,31 +273,6 @@ class _Reader:
             return _removed(name, value, spec, self.environ, self.release.version)
         self.unknown += 1
         return _unknown(name, value, self.release, suggest=self.unknown <= _SUGGESTIONS)
-
-
-SECRET_WORDS = (
-    "KEY",
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "PASSPHRASE",
-    "CREDENTIAL",
-    "AUTH",
-    "COOKIE",
-    "PRIVATE",
-)
-"""A variable whose name holds one of these, in any case, holds a credential
-(``VLLM_API_KEY``, ``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``, ``S3_SECRET_ACCESS_KEY``)."""
-_SECRET = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
-MASK = "***"
-"""What a credential's value is shown as."""
-
-
-def masked(name: str, value: str) -> str:
-    """``value`` as lint-env shows it: :data:`MASK` when ``name`` looks like a
-    credential's (:data:`SECRET_WORDS`) and the value is not empty."""
-    return MASK if value and _SECRET.search(name) else value
 
 
 def _hide(found: Finding) -> Finding:

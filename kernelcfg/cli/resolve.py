@@ -206,9 +206,11 @@ def _write_one(
         if not isinstance(result, pipeline.Failure):
             write_text(shlex.join(render.as_args(result)) + "\n")
     elif fmt in REPORT_FORMATS:
+        from kernelcfg.base.secrets import masked_words
         from kernelcfg.output.reports import Entry
 
-        write_report(fmt, [Entry("resolve", code, data["problems"], " ".join(flags))])
+        detail = " ".join(masked_words(flags))
+        write_report(fmt, [Entry("resolve", code, data["problems"], detail)])
     elif fmt is Format.table:
         from kernelcfg.output import tables
 

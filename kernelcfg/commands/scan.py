@@ -3,14 +3,19 @@
 A launch is resolved as vLLM reads it: every word after ``vllm serve`` is vLLM's, so a
 kernelcfg option written there (``--device b200``) is refused as vLLM refuses an option it
 lacks, never a change of the target the run names. Words only the run can fill in
-(``$MODEL``, ``{{ .Values.x }}``) take the values given (``--set``, ``--env-file``); the
-rest are left out with their option, and named in a warning. A file that cannot be read,
-or whose reader fails, is its own finding; the other files are still checked.
+(``$MODEL``, ``{{ .Values.x }}``, ``${{ matrix.model }}``) take the values given
+(``--set``, ``--env-file``); the rest are left out with their option, and named in a
+warning (words that forward a script's own arguments, ``"$@"``, in a note). A
+``--config FILE`` written in a launch names a file of vLLM's container: it is read only
+when it resolves inside the scanned file's repository (:mod:`..flags.launches.repository`),
+else left out with a note. A file that cannot be read, or whose reader fails, is its own
+finding; the other files are still checked.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import traceback as traceback_mod
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,10 +24,11 @@ from dataclasses import dataclass, field
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.bounded import shown
 from kernelcfg.base.errors import KernelcfgError
-from kernelcfg.base.problems import EXIT_BUG, Problem
+from kernelcfg.base.problems import EXIT_BUG, Problem, Severity
 from kernelcfg.commands import pipeline
+from kernelcfg.commands.scan_files import Source
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.flags.launches import Found, launches_in
+from kernelcfg.flags.launches import Found, Images, Notice, images, read, read_text, repository
 
 __all__ = ["MAX_PER_FILE", "Checked", "check_files", "fill"]
 
@@ -32,30 +38,40 @@ MAX_PER_FILE = 1000
 
 @dataclass
 class Checked:
-    """One launch resolved, or one file that could not be read."""
+    """One launch resolved, or one file (or part of one) that could not be read."""
 
     path: str
     """The file."""
     found: Found | None
-    """The launch (``None`` for a file that could not be read)."""
+    """The launch (``None`` for a file, or a part of one, that could not be read)."""
     result: Resolution | pipeline.Failure
     """What it resolved to (a file's failure, for a file that could not be read)."""
     argv: list[str] = field(default_factory=list)
     """The words resolved: the launch's, values filled in, unresolved words left out."""
     traceback: str | None = None
     """A kernelcfg bug's traceback (the file's reader failed)."""
+    line: int | None = None
+    """The line of a part of a file that could not be read (the launch's own, else)."""
+    column: int | None = None
+    """Its column."""
+    notes: list[Problem] = field(default_factory=list)
+    """What the report says about how the launch was read, when it resolved to a failure
+    (a resolution carries them among its problems)."""
 
 
 def check_files(
-    paths: Sequence[str],
+    sources: Sequence[Source],
     context: Sequence[str],
     values: Mapping[str, str],
+    named_images: Images | None = None,
 ) -> Iterator[Checked]:
     """Each launch of each file, resolved under ``context`` (the run's target options)
-    with ``values`` for the words the run fills in."""
+    with ``values`` for the words the run fills in; ``named_images`` are taken as vLLM's
+    beside vLLM's own."""
     run = _Run(tuple(context), values)
-    for path in paths:
-        yield from _check_file(path, run)
+    with images.using(named_images or Images()):
+        for source in sources:
+            yield from _check_file(source, run)
 
 
 @dataclass(frozen=True)
@@ -73,17 +89,34 @@ class _Run:
     in many places (a docs page of 1,000 examples: 5.2 s -> 1.2 s)."""
 
 
-def _check_file(path: str, run: _Run) -> Iterator[Checked]:
+def _items(source: Source) -> Iterator[Found | Notice]:
+    """What a source's reader finds in it."""
+    if source.text is not None:
+        from kernelcfg.flags.launches import kind_of_text
+
+        yield from read_text(source.text, source.path, source.kind or kind_of_text(source.text))
+    else:
+        yield from read(source.path, source.kind)
+
+
+def _check_file(source: Source, run: _Run) -> Iterator[Checked]:
     """One file's launches (at most :data:`MAX_PER_FILE`), or why it cannot be read."""
+    path = source.path
     count = 0
     try:
-        for found in launches_in(path):
+        for item in _items(source):
+            if isinstance(item, Notice):
+                yield _notice(item)
+                continue
             count += 1
             if count > MAX_PER_FILE:
                 break
-            yield _check(found, run)
+            yield _check(item, run, source)
     except KernelcfgError as exc:
-        yield Checked(path, None, pipeline.Failure(Problem.from_error(exc)))
+        problem = Problem.from_error(exc)
+        if source.walked:  # found by walking a folder: said, not refused
+            problem = dataclasses.replace(problem, severity="warning", exit_code=0)
+        yield Checked(path, None, pipeline.Failure(problem))
     except (RecursionError, MemoryError, UnicodeError, ValueError) as exc:
         yield Checked(path, None, pipeline.Failure(_unreadable(path, exc)))
     except Exception as exc:  # a reader's bug: this file reports it, the others go on
@@ -101,6 +134,15 @@ def _check_file(path: str, run: _Run) -> Iterator[Checked]:
         yield Checked(path, None, pipeline.Failure(note))
 
 
+def _notice(notice: Notice) -> Checked:
+    """A part of a file its reader could not read."""
+    severity: Severity = "warning" if notice.severity == "warning" else "info"
+    problem = Problem(severity, notice.code, None, notice.message, 0)
+    return Checked(
+        notice.path, None, pipeline.Failure(problem), line=notice.line, column=notice.column
+    )
+
+
 def _unreadable(path: str, exc: BaseException) -> Problem:
     """The problem of a file its reader cannot take."""
     from kernelcfg.base.bounded import reason
@@ -109,34 +151,94 @@ def _unreadable(path: str, exc: BaseException) -> Problem:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FORWARDED = re.compile(r"\$(?:[@*]|\{(?:[@*]|[A-Za-z_]\w*\[[@*]\])\})")
+"""Words that forward a script's own arguments or an array's words (``"$@"``)."""
 
 
-def _check(found: Found, run: _Run) -> Checked:
-    """One launch resolved; its unreadable quoting or unfilled words as problems."""
+def _check(found: Found, run: _Run, source: Source) -> Checked:
+    """One launch resolved; its notes, unreadable quoting and unfilled words as
+    problems."""
     # the shell (or Kubernetes) fills in what the file itself sets; the run's values win
     argv, left = fill(found.argv, found.unresolved, {**found.env, **run.values})
+    argv, config_note = _contained_config(argv, source)
     env = [f"--env={k}={v}" for k, v in found.env.items() if _NAME.fullmatch(k)]
     result = _resolved((*run.context, *env, "--", *argv), run)
+    notes = _notes(found, left, config_note)
+    if notes and isinstance(result, Resolution):
+        result = dataclasses.replace(result, problems=[*notes, *result.problems])
+        notes = []
+    elif found.problem:
+        result, notes = pipeline.Failure(notes[0]), notes[1:]
+    return Checked(found.path, found, result, argv, notes=notes)
+
+
+def _notes(found: Found, left: list[str], config_note: Problem | None) -> list[Problem]:
+    """What the report says about how a launch was read."""
     notes: list[Problem] = []
     if found.problem:
         notes.append(Problem("error", "unreadable-launch", None, found.problem, 2))
-    if left:
+    notes += [Problem("info", note.code, None, note.message, 0) for note in found.notes]
+    forwarded = [w for w in left if _FORWARDED.search(w)]
+    unknown = [w for w in left if w not in forwarded]
+    if forwarded:
+        notes.append(
+            Problem(
+                "info",
+                "forwarded-words",
+                None,
+                f"{', '.join(shown(w, 60) for w in forwarded[:10])} forwards words known "
+                "only when it runs (the script's own arguments): judged on the words written",
+                0,
+            )
+        )
+    if unknown:
         notes.append(
             Problem(
                 "warning",
                 "unresolved-words",
                 None,
-                f"judged without {', '.join(shown(w, 60) for w in left[:10])}"
-                + (f" and {len(left) - 10:,} more" if len(left) > 10 else "")
+                f"judged without {', '.join(shown(w, 60) for w in unknown[:10])}"
+                + (f" and {len(unknown) - 10:,} more" if len(unknown) > 10 else "")
                 + ": the run fills them in (give their values with --set NAME=VALUE or "
                 "--env-file)",
             )
         )
-    if notes and isinstance(result, Resolution):
-        result = dataclasses.replace(result, problems=[*notes, *result.problems])
-    elif notes:
-        result = pipeline.Failure(notes[0]) if found.problem else result
-    return Checked(found.path, found, result, argv)
+    if config_note is not None:
+        notes.append(config_note)
+    return notes
+
+
+def _contained_config(argv: list[str], source: Source) -> tuple[list[str], Problem | None]:
+    """``argv`` with its ``--config FILE`` read only from inside the scanned file's
+    repository: the file's real path when it lies there, else the option left out (with
+    a note). A name that is no YAML file stays, for vLLM's refusal."""
+    if "--config" not in argv:
+        return argv, None
+    at = argv.index("--config")
+    if at + 1 >= len(argv) or not argv[at + 1].endswith((".yaml", ".yml")):
+        return argv, None
+    written = argv[at + 1]
+    if source.text is not None:
+        root = os.getcwd()
+        folders = [root]
+    else:
+        root = repository.root_of(source.path)
+        folders = [root, os.path.dirname(os.path.abspath(source.path))]
+    for folder in folders:
+        found = repository.resolve(written, folder, root)
+        if found is not None:
+            return [*argv[: at + 1], found, *argv[at + 2 :]], None
+    outside = not all(repository.inside(os.path.join(f, written), root) for f in folders)
+    why = "outside the repository" if outside else "no such file in the repository"
+    note = Problem(
+        "info",
+        "config-not-read",
+        "config",
+        f"--config {shown(written)}: not read: {why} ({shown(root)}); it names a file of "
+        "vLLM's container, so the launch is judged without its options",
+        0,
+    )
+    return [*argv[:at], *argv[at + 2 :]], note
 
 
 _Memo = Answers[tuple[str, ...], Resolution | pipeline.Failure]
@@ -153,7 +255,12 @@ def _resolved(words: tuple[str, ...], run: _Run) -> Resolution | pipeline.Failur
     return result
 
 
-_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)|\$\(([A-Za-z_]\w*)\)")
+_REFERENCE = re.compile(
+    r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)|\$\(([A-Za-z_]\w*)\)"
+    r"|\$\{\{\s*([\w.-]+)\s*\}\}|\{\{-?\s*\.Values\.([\w.]+)(?:\s*\|\s*quote)?\s*-?\}\}"
+)
+"""``$NAME``, ``${NAME}``, ``$(NAME)`` (Kubernetes), ``${{ matrix.model }}`` (Actions),
+``{{ .Values.model }}`` (Helm, ``| quote`` too): what ``--set NAME=VALUE`` fills in."""
 
 
 def fill(
@@ -180,13 +287,15 @@ def fill(
 
 
 def _substitute(word: str, values: Mapping[str, str]) -> str | None:
-    """``word`` with every ``$NAME``, ``${NAME}`` and ``$(NAME)`` replaced from
-    ``values``; ``None`` when one is not there or another expansion remains."""
+    """``word`` with every reference :data:`_REFERENCE` knows replaced from ``values``;
+    ``None`` when one is not there or another expansion remains."""
     missing = False
+    if not _REFERENCE.search(word):  # nothing --set can fill in (a Python expression)
+        return None
 
     def value(match: re.Match[str]) -> str:
         nonlocal missing
-        name = match.group(1) or match.group(2) or match.group(3)
+        name = next(group for group in match.groups() if group is not None)
         if name not in values:
             missing = True
             return ""

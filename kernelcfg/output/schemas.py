@@ -398,6 +398,8 @@ OUTPUTS: dict[str, dict[str, Any]] = {
     "scan": _envelope(
         ["lines"],
         {
+            "files": {"type": "integer", "minimum": 0},
+            "exit_code": {"type": "integer", "minimum": 0},
             "lines": {
                 "type": "array",
                 "items": {
@@ -424,7 +426,7 @@ OUTPUTS: dict[str, dict[str, Any]] = {
                         "unresolved": {"type": ["array", "null"], "items": _STR},
                     },
                 },
-            }
+            },
         },
     ),
 }

@@ -8,8 +8,10 @@ in exec form (no shell), any other in shell form (``/bin/sh -c``). Each build st
 forms join (``ENTRYPOINT ["vllm", "serve"]`` + ``CMD ["model", "--flag"]``), a shell-form
 ``ENTRYPOINT`` ignores ``CMD``. A stage built ``FROM vllm/vllm-openai`` without an
 ``ENTRYPOINT`` of its own keeps that image's (the server): its ``CMD`` holds the server's
-arguments. ``ENV`` variables are the launch's environment; ``ENV`` and ``ARG`` values fill
-in ``$VAR`` words of a shell form where they are known.
+arguments (a note says so); so does a stage built ``FROM`` an earlier stage that is. ``ENV``
+variables are the launch's environment; ``ENV`` and ``ARG`` values fill in ``$VAR`` words
+of a shell form where they are known. A ``RUN`` that launches the server (a warm-up while
+the image is built) is a launch too, with a note that it runs at build time.
 """
 
 from __future__ import annotations
@@ -20,20 +22,26 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kernelcfg.flags.launches import images
 from kernelcfg.flags.launches.shell import Word
 from kernelcfg.flags.launches.words import (
-    MARKER_IN_SHELL,
     Found,
+    Note,
     exec_words,
     from_shell,
     from_words,
+    image_note,
+    runs_program,
 )
 
-__all__ = ["launches"]
+__all__ = ["entry_point", "launches"]
 
 _DIRECTIVE = re.compile(r"#\s*escape\s*=\s*(\S)", re.IGNORECASE)
 _INSTRUCTION = re.compile(r"\s*([A-Za-z]+)(?:\s+|$)")
-_IMAGE = re.compile(r"(?:[\w.-]+(?::\d+)?/)*vllm/vllm-openai(?:[:@]\S+)?", re.IGNORECASE)
+_BUILD_TIME = Note(
+    "build-time-launch",
+    "a RUN instruction: the server runs while the image is built, not when it starts",
+)
 _ENV_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|\S*)")
 
 
@@ -56,8 +64,9 @@ class _Instruction:
 class _Stage:
     """What a build stage has set so far."""
 
-    from_server: bool = False
-    """Whether it is built ``FROM`` vLLM's image (whose entry point is the server)."""
+    from_server: str | None = None
+    """The image it is built ``FROM`` when that image's entry point is the server
+    (vLLM's, or an earlier stage built on one)."""
     entrypoint: _Instruction | None = None
     """Its last ``ENTRYPOINT``."""
     cmd: _Instruction | None = None
@@ -69,24 +78,84 @@ class _Stage:
 
 
 def launches(text: str, path: str) -> Iterator[Found]:
-    """The launch each build stage of a Dockerfile starts with, if it starts one."""
+    """The launch each build stage of a Dockerfile starts with, if it starts one, and
+    the launches its ``RUN`` instructions make."""
+    for stage, runs in _stages(text):
+        for run in runs:
+            yield from _run(run, path, stage)
+        yield from _launch(stage, path)
+
+
+def entry_point(text: str) -> list[str] | None:
+    """The words of ``vllm serve`` the last stage of a Dockerfile starts with, when its
+    entry point is vLLM's server (its own exec-form ``ENTRYPOINT``, or the one of the
+    image it is built on); ``None`` otherwise."""
+    last = None
+    for stage, _ in _stages(text):
+        last = stage
+    if last is None:
+        return None
+    if last.entrypoint is None:
+        return ["vllm", "serve"] if last.from_server else None
+    form = _exec_form(last.entrypoint)
+    if form is None:
+        return None
+    found = list(from_words(form.words, "", last.env))
+    return found[0].argv if found else None
+
+
+def _stages(text: str) -> Iterator[tuple[_Stage, list[_Instruction]]]:
+    """Each build stage as it stands at its end, with its ``RUN`` instructions that
+    may launch the server."""
     stage: _Stage | None = None
+    runs: list[_Instruction] = []
+    named: dict[str, _Stage] = {}
+    marker = images.marker_in_shell()
     for instruction in _instructions(text):
-        if instruction.keyword == "FROM":
+        keyword = instruction.keyword
+        if keyword == "FROM":
             if stage is not None:
-                yield from _launch(stage, path)
-            image = [w for w in instruction.text.split() if not w.startswith("--")]
-            stage = _Stage(from_server=bool(image and _IMAGE.fullmatch(image[0])))
+                yield stage, runs
+            stage, runs = _from(instruction.text, named), []
         elif stage is None:
             continue
-        elif instruction.keyword == "ENTRYPOINT":
+        elif keyword == "ENTRYPOINT":
             stage.entrypoint, stage.cmd = instruction, None
-        elif instruction.keyword == "CMD":
+        elif keyword == "CMD":
             stage.cmd = instruction
-        elif instruction.keyword in ("ENV", "ARG"):
-            _assign(instruction.text, stage.env if instruction.keyword == "ENV" else stage.args)
+        elif keyword in ("ENV", "ARG"):
+            _assign(instruction.text, stage.env if keyword == "ENV" else stage.args)
+        elif keyword == "RUN" and marker.search(instruction.text):
+            runs.append(instruction)
     if stage is not None:
-        yield from _launch(stage, path)
+        yield stage, runs
+
+
+def _from(text: str, named: dict[str, _Stage]) -> _Stage:
+    """A new stage (``FROM IMAGE [AS NAME]``), remembered by its name."""
+    words = [w for w in text.split() if not w.startswith("--")]
+    image = words[0] if words else ""
+    earlier = named.get(image.lower())
+    if earlier is not None:
+        server = earlier.from_server if earlier.entrypoint is None else None
+        stage = _Stage(from_server=server, entrypoint=earlier.entrypoint, env=dict(earlier.env))
+    else:
+        stage = _Stage(from_server=image if image and images.is_server(image) else None)
+    if len(words) >= 3 and words[1].lower() == "as":
+        named[words[2].lower()] = stage
+    return stage
+
+
+def _run(instruction: _Instruction, path: str, stage: _Stage) -> Iterator[Found]:
+    """The launches of a ``RUN`` instruction, each with the build-time note."""
+    form = _exec_form(instruction)
+    known = {**stage.args, **stage.env}
+    if form is None:
+        found: Iterator[Found] = _shell_form(instruction, path, stage.env, known)
+    else:
+        found = from_words(form.words, path, stage.env)
+    for launch in found:
+        yield dataclasses.replace(launch, notes=(*launch.notes, _BUILD_TIME))
 
 
 def _instructions(text: str) -> Iterator[_Instruction]:
@@ -105,11 +174,17 @@ def _instructions(text: str) -> Iterator[_Instruction]:
             continue
         parts = [first[match.end() :]]
         start = at
-        while parts[-1].rstrip().endswith(escape) and at < len(lines):
-            parts[-1] = parts[-1].rstrip()[: -len(escape)] + "\\"
+        going = parts[-1].rstrip().endswith(escape)
+        while going and at < len(lines):
+            if parts[-1].rstrip().endswith(escape):
+                parts[-1] = parts[-1].rstrip()[: -len(escape)] + "\\"
             following = lines[at]
             at += 1
-            parts.append("" if following.lstrip().startswith("#") else following)
+            skipped = following.lstrip().startswith("#") or not following.strip()
+            parts.append("\\" if skipped else following)
+            going = skipped or following.rstrip().endswith(escape)
+        if len(parts) > 1 and parts[-1] == "\\":  # blank or comment lines to the end
+            parts[-1] = ""
         yield _Instruction(match.group(1).upper(), "\n".join(parts), start, match.end() + 1)
 
 
@@ -179,8 +254,10 @@ def _launch(stage: _Stage, path: str) -> Iterator[Found]:
         yield from _shell_form(entry, path, stage.env, known)
         return
     head = entry_form.words if entry_form else []
-    if entry is None and stage.from_server and cmd is not None:
+    notes: tuple[Note, ...] = ()
+    if entry is None and stage.from_server and cmd is not None and not _own(cmd, cmd_form):
         head = exec_words(["vllm", "serve"], cmd.line, cmd.column)
+        notes = (image_note(stage.from_server),)
     if cmd is not None and cmd_form is None:
         if not head:
             yield from _shell_form(cmd, path, stage.env, known)
@@ -189,15 +266,23 @@ def _launch(stage: _Stage, path: str) -> Iterator[Found]:
         cmd_form = _Exec(exec_words(["/bin/sh", "-c", cmd.text], cmd.line, cmd.column), {})
     tail = cmd_form.words if cmd_form else []
     written = {**(entry_form.raw if entry_form else {}), **(cmd_form.raw if cmd_form else {})}
-    for found in from_words([*head, *tail], path, stage.env):
+    for found in from_words([*head, *tail], path, stage.env, notes=notes):
         yield _placed(found, written)
+
+
+def _own(cmd: _Instruction, form: _Exec | None) -> bool:
+    """Whether a ``CMD`` is a command of its own (a launch, a shell), not arguments: it
+    is read as written, whatever entry point the image has."""
+    if form is None:
+        return bool(images.marker_in_shell().search(cmd.text))
+    return runs_program(form.words)
 
 
 def _placed(found: Found, written: dict[int, str]) -> Found:
     """A launch found inside a ``sh -c`` string that spans lines, placed on the line
     where its command is written (the string's own line is where the string starts)."""
     raw = written.get(found.line)
-    marker = MARKER_IN_SHELL.search(raw) if raw else None
+    marker = images.marker_in_shell().search(raw) if raw else None
     if raw is None or marker is None:
         return found
     line = found.line + raw.count("\n", 0, marker.start())

@@ -18,7 +18,8 @@ import textwrap
 from collections.abc import Iterator
 
 from kernelcfg.base.errors import KernelcfgError
-from kernelcfg.flags.launches.words import MARKER, Found, from_shell
+from kernelcfg.flags.launches import images
+from kernelcfg.flags.launches.words import Found, Notice, from_shell
 
 __all__ = ["launches"]
 
@@ -41,7 +42,7 @@ _COMMAND = re.compile(
 placeholder)."""
 
 
-def launches(text: str, path: str) -> Iterator[Found]:
+def launches(text: str, path: str) -> Iterator[Found | Notice]:
     """Every launch in a Markdown file's code."""
     lines = text.split("\n")
     at = 0
@@ -59,11 +60,11 @@ def launches(text: str, path: str) -> Iterator[Found]:
             at += 1
         body = "\n".join(lines[start:at])
         at += 1
-        if MARKER.search(body):
+        if images.marker().search(body):
             yield from _block(body, fence.group(2).lower(), start + 1, path)
 
 
-def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Found]:
+def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Found | Notice]:
     """A fenced block's launches, read as its language."""
     from kernelcfg.flags.launches import scripts
 
@@ -80,6 +81,8 @@ def _block(body: str, language: str, first_line: int, path: str) -> Iterator[Fou
         )
         try:
             for found in reader.launches(textwrap.dedent(body), path):
+                if isinstance(found, Notice) and found.severity != "warning":
+                    continue  # a docs snippet that is not whole Python, naming no launch
                 yield dataclasses.replace(found, line=found.line + first_line - 1)
         except KernelcfgError:  # an example that is not whole YAML: not a launch
             return

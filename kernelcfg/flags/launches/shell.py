@@ -5,7 +5,10 @@ and operators with single quotes, double quotes and backslashes honoured; ``#`` 
 comment at the start of a word; ``;``, ``&``, ``|``, ``&&``, ``||`` and a line end end a
 command; a redirection (``>``, ``2>&1``, ``< in``) is dropped with its target. A word
 holding an unquoted ``$`` (``$VAR``, ``${VAR:-x}``, ``"$@"``, ``$(cmd)``) or a backquote
-is *unresolved*: the shell fills it in at run time. Nothing is executed or expanded.
+is *unresolved*: the shell fills it in at run time. So is a template's part (``{{ .Values.x
+}}``, Helm's and Jinja's, blanks inside kept) and a documentation placeholder
+(``--port <prefill_http_port>``: a word, not a redirection). Nothing is executed or
+expanded.
 """
 
 from __future__ import annotations
@@ -20,13 +23,17 @@ from kernelcfg.base.bounded import MAX_WORDS
 __all__ = ["Command", "Word", "commands"]
 
 _BLANKS = " \t"
-_PLAIN = re.compile(r"[^ \t\n;&|<>'\"\\$`]*")
+_PLAIN = re.compile(r"[^ \t\n;&|<>'\"\\$`{]*")
 """A run of characters that stand for themselves outside quotes."""
-_SIMPLE = re.compile(r"[^ \t\n;&|<>'\"\\$`]+(?=[ \t\n;&|<>]|\Z)")
+_SIMPLE = re.compile(r"[^ \t\n;&|<>'\"\\$`{]+(?=[ \t\n;&|<>]|\Z)")
 """A whole word of characters that stand for themselves."""
 _BLANK_RUN = re.compile(r"[ \t]+")
 _QUOTED = re.compile(r'[^"\\$`]*')
 """A run of characters that stand for themselves inside double quotes."""
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w./:-]*>(?=[ \t\n;&|)'\"]|\Z)")
+"""A documentation placeholder written where a value goes (``<prefill_http_port>``)."""
+_ARRAY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=\(", re.ASCII)
+"""An array assignment's first word (``ARGS=(``)."""
 _OPERATORS = ";&|"
 _REDIRECTS = "<>"
 
@@ -69,6 +76,9 @@ class _Reader:
         self.line = line
         self.line_start = text.rfind("\n", 0, start) + 1
         self.unbalanced = False
+        self.array = False
+        """Whether an array's words are being read (``ARGS=(`` … ``)``: its line ends
+        end no command)."""
 
     def newline(self) -> None:
         """Count a line break just passed."""
@@ -101,6 +111,10 @@ def commands(text: str, first_line: int = 1, start: int = 0) -> Iterator[Command
             redirect = True
             continue
         word = _word(reader)
+        if _ARRAY.match(word.text):
+            reader.array = not word.text.endswith(")")
+        elif reader.array and word.text.endswith(")"):
+            reader.array = False
         if redirect:
             redirect = False
             continue
@@ -139,7 +153,8 @@ def _skip_blanks(reader: _Reader) -> str:
         elif char == "\n":
             reader.at += 1
             reader.newline()
-            return "break"
+            if not reader.array:
+                return "break"
         elif char == "#":
             end = text.find("\n", reader.at)
             reader.at = len(text) if end < 0 else end
@@ -147,6 +162,8 @@ def _skip_blanks(reader: _Reader) -> str:
             while reader.at < len(text) and text[reader.at] in _OPERATORS:
                 reader.at += 1
             return "break"
+        elif char == "<" and _PLACEHOLDER.match(text, reader.at):
+            return "word"
         elif char in _REDIRECTS or (char.isdigit() and _fd_redirect(text, reader.at)):
             if _pass_redirect(reader):
                 return "redirect"
@@ -191,33 +208,69 @@ def _word(reader: _Reader) -> Word:
     unresolved = False
     while reader.at < len(text):
         char = text[reader.at]
+        if char in "{<":
+            took = _template(reader, parts)
+            if took is not None:
+                unresolved |= took
+                continue
         if char in _BLANKS or char in "\n;&|<>":
             break
-        if char == "'":
-            end = text.find("'", reader.at + 1)
-            if end < 0:
-                reader.unbalanced = True
-                end = len(text)
-            _count_lines(reader, reader.at, end)
-            parts.append(text[reader.at + 1 : end])
-            reader.at = end + 1
-        elif char == '"':
-            unresolved |= _double_quoted(reader, parts)
-        elif char == "\\":
-            _escaped(reader, parts)
-        elif text.startswith("$'", reader.at):
-            _ansi_c_quoted(reader, parts)
-        elif text.startswith('$"', reader.at):
-            reader.at += 1
-            unresolved |= _double_quoted(reader, parts)
-        elif char in "$`":
-            unresolved = True
-            _expansion(reader, parts)
-        else:
-            end = _PLAIN.match(text, reader.at).end()  # type: ignore[union-attr]
-            parts.append(text[reader.at : end])
-            reader.at = end
+        unresolved |= _part(reader, parts, char)
     return Word("".join(parts), unresolved, line, column)
+
+
+def _part(reader: _Reader, parts: list[str], char: str) -> bool:
+    """One part of a word (a quoted string, an escape, an expansion, plain text);
+    whether the shell would expand it."""
+    text = reader.text
+    if char == "'":
+        end = text.find("'", reader.at + 1)
+        if end < 0:
+            reader.unbalanced = True
+            end = len(text)
+        _count_lines(reader, reader.at, end)
+        parts.append(text[reader.at + 1 : end])
+        reader.at = end + 1
+    elif char == '"':
+        return _double_quoted(reader, parts)
+    elif char == "\\":
+        _escaped(reader, parts)
+    elif text.startswith("$'", reader.at):
+        _ansi_c_quoted(reader, parts)
+    elif text.startswith('$"', reader.at):
+        reader.at += 1
+        return _double_quoted(reader, parts)
+    elif char in "$`":
+        _expansion(reader, parts)
+        return True
+    else:
+        end = _PLAIN.match(text, reader.at).end()  # type: ignore[union-attr]
+        parts.append(text[reader.at : end])
+        reader.at = end
+    return False
+
+
+def _template(reader: _Reader, parts: list[str]) -> bool | None:
+    """A template's part (``{{ … }}``, to its closing braces) or a placeholder
+    (``<name>``) at the reader, kept as written: ``True``; a lone ``{``, taken as
+    itself: ``False``; ``None`` when neither is there."""
+    text = reader.text
+    if text.startswith("{{", reader.at):
+        close = text.find("}}", reader.at + 2)
+        end = len(text) if close < 0 else close + 2
+    elif text[reader.at] == "<":
+        placeholder = _PLACEHOLDER.match(text, reader.at)
+        if placeholder is None:
+            return None
+        end = placeholder.end()
+    else:
+        parts.append("{")
+        reader.at += 1
+        return False
+    _count_lines(reader, reader.at, end)
+    parts.append(text[reader.at : end])
+    reader.at = end
+    return True
 
 
 def _count_lines(reader: _Reader, start: int, end: int) -> None:

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 from kernelcfg.base.bounded import shown
 from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.base.secrets import hidden
 from kernelcfg.flags.serve_line.value_types import type_of
 from kernelcfg.vllm.releases import Release
 
@@ -400,11 +401,17 @@ def read_with_argparse(serve: ServeOptions, release: Release, tokens: list[str])
     try:
         namespace = serve.parser.parse_args(tokens)
     except _RefusedError as exc:
-        raise ArgumentError(_explain(serve, release, str(exc)), field=_field(str(exc))) from None
+        message = hidden(str(exc), [t for t in tokens if _from_config(t)])
+        raise ArgumentError(_explain(serve, release, message), field=_field(message)) from None
     return vars(namespace)
 
 
 _UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _from_config(token: str) -> bool:
+    """Whether a word is a value read from a ``--config`` file (never shown in a line)."""
+    return str(getattr(token, "origin", "")).startswith("config file") and token[:1] != "-"
 
 
 def _elsewhere(release: Release, name: str) -> str:
