@@ -418,3 +418,34 @@ def test_a_planted_snapshot_link_is_replaced_not_followed(caller: FakeHub, tmp_p
     assert json.loads(outside.read_text()) == {"architectures": ["Outside"]}
     link = os.readlink(snapshot / "config.json")
     assert link.startswith("../../blobs/")
+
+
+# ------------------------------------------------------------ paths a scanned file names
+
+
+def test_a_scanned_launchs_model_path_outside_the_repository_is_not_read(tmp_path: Path) -> None:
+    """``vllm serve /home/runner/…`` in a pull request's file names a folder of vLLM's
+    container: kernelcfg reads a model folder (or ``--hf-config-path``) only inside the
+    scanned repository."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text(json.dumps({"architectures": ["OutsideSecret"]}))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "model").mkdir()
+    (repo / "model" / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    (repo / "serve.sh").write_text(
+        f"vllm serve {outside}\n"
+        f"vllm serve org/m --hf-config-path {outside}\n"
+        f"vllm serve {repo / 'model'}\n"
+    )
+    done = run("scan", "--device", "h100", "--format", "json", str(repo / "serve.sh"))
+    first, second, third = done.json()["lines"]
+    for line in (first, second):
+        assert "OutsideSecret" not in json.dumps(line)
+        assert "model-not-read" in {p["code"] for p in line["problems"]}
+    assert not {"model-not-read", "model-not-local"} & {p["code"] for p in third["problems"]}
+    typed = run(
+        "resolve", "--device", "h100", "--format", "json", "--", "vllm", "serve", str(outside)
+    )
+    assert typed.json()["model"]["architectures"] == ["OutsideSecret"]  # the user's own line

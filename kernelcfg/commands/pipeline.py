@@ -55,6 +55,9 @@ class Request(argv_mod.TargetOptions):
 
     environ: Mapping[str, str] | None = None
     """The process environment to read (default: ``os.environ``)."""
+    read_root: str | None = None
+    """Where the model files a line names may be read (``scan``: the scanned file's
+    repository); ``None``: anywhere."""
     serve_is_vllms: bool = False
     """Whether every word after ``vllm serve`` is vLLM's own (a launch found in a file,
     a pasted line in a batch): kernelcfg's options there are refused as vLLM refuses
@@ -110,7 +113,7 @@ def prepare(
     release = chosen.release
     env = req.engine_env()
     env.update(req.env)
-    context = argv_mod.ContextOptions(download=_download(environ))
+    context = argv_mod.ContextOptions(download=_download(environ), read_root=req.read_root)
     inputs, line = argv_mod.parse(
         args, release, env=env, context=context, serve_is_vllms=req.serve_is_vllms
     )

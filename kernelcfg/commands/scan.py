@@ -162,7 +162,7 @@ def _check(found: Found, run: _Run, source: Source) -> Checked:
     argv, left = fill(found.argv, found.unresolved, {**found.env, **run.values})
     argv, config_note = _contained_config(argv, source)
     env = [f"--env={k}={v}" for k, v in found.env.items() if _NAME.fullmatch(k)]
-    result = _resolved((*run.context, *env, "--", *argv), run)
+    result = _resolved((*run.context, *env, "--", *argv), run, _root(source))
     notes = _notes(found, left, config_note)
     if notes and isinstance(result, Resolution):
         result = dataclasses.replace(result, problems=[*notes, *result.problems])
@@ -244,14 +244,22 @@ def _contained_config(argv: list[str], source: Source) -> tuple[list[str], Probl
 _Memo = Answers[tuple[str, ...], Resolution | pipeline.Failure]
 
 
-def _resolved(words: tuple[str, ...], run: _Run) -> Resolution | pipeline.Failure:
-    """``words`` resolved, or what the same words resolved to earlier in this run (the
-    files it reads do not change while it runs)."""
-    found = run.memo.find(words)
+def _root(source: Source) -> str:
+    """The folder a scanned launch's model paths must lie in: the file's repository
+    (standard input: the current folder)."""
+    return os.getcwd() if source.text is not None else repository.root_of(source.path)
+
+
+def _resolved(words: tuple[str, ...], run: _Run, root: str) -> Resolution | pipeline.Failure:
+    """``words`` resolved, reading model files only inside ``root``, or what the same
+    words resolved to earlier in this run (the files it reads do not change while it
+    runs)."""
+    key = (root, *words)
+    found = run.memo.find(key)
     if found is not None:
         return found
-    result = pipeline.resolve_words(words, run.request)
-    run.memo.keep(words, result)
+    result = pipeline.resolve_words(words, dataclasses.replace(run.request, read_root=root))
+    run.memo.keep(key, result)
     return result
 
 

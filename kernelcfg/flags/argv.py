@@ -68,6 +68,10 @@ class ContextOptions(TargetOptions):
     download: bool = False
     """``--download`` (or ``KERNELCFG_DOWNLOAD=1``): fetch a hub id's config.json from
     the Hub when it is not in the local cache."""
+    read_root: str | None = None
+    """Where the model files a line names may be read (a scanned file's repository: a
+    path there names a file of vLLM's container); ``None``: anywhere (a line the user
+    typed)."""
 
 
 CONTEXT_OPTIONS = {
@@ -129,6 +133,7 @@ def parse(
         given.get("hf_config_path"),
         revision=given.get("revision"),
         download=ctx.download,
+        root=ctx.read_root,
     )
     return inputs, ctx
 

@@ -41,13 +41,18 @@ def read(
     *,
     revision: str | None = None,
     download: bool = False,
+    root: str | None = None,
 ) -> None:
     """Fill ``inputs`` from the model's ``config.json`` where one can be found here, or,
     with ``download``, fetched from the Hub for a hub id whose file is not here (a
     failure to fetch raises :class:`ArgumentError`, exit 2). ``revision`` is vLLM's
-    ``--revision``."""
+    ``--revision``; with ``root`` (a scanned file's repository), a local path outside it
+    is not read."""
     for candidate, source in ((hf_config_path, "--hf-config-path"), (inputs.model, "local folder")):
         if not candidate:
+            continue
+        if root is not None and _outside(candidate, root):
+            _note_outside(inputs, candidate, root, given=source == "--hf-config-path")
             continue
         found = _local_config(candidate)
         if found is not None:
@@ -59,6 +64,28 @@ def read(
             return
         if _note_not_local(inputs, candidate, given=given, revision=revision):
             return  # a hub id as --hf-config-path: vLLM reads no config from MODEL
+
+
+def _outside(candidate: str, root: str) -> bool:
+    """Whether ``candidate`` is a path here that resolves outside ``root``."""
+    if not os.path.lexists(candidate):
+        return False
+    real, top = os.path.realpath(candidate), os.path.realpath(root)
+    return os.path.commonpath((real, top)) != top
+
+
+def _note_outside(inputs: Inputs, candidate: str, root: str, *, given: bool) -> None:
+    """Say that a path a scanned launch names outside its repository is not read."""
+    inputs.notes.append(
+        Problem(
+            "info",
+            "model-not-read",
+            "hf_config_path" if given else "model",
+            f"{bounded.shown(candidate)}: not read: outside the repository "
+            f"({bounded.shown(root)}); it names a folder of vLLM's container, so the model's "
+            "architectures are unknown unless given with --architecture",
+        )
+    )
 
 
 def hub_cache(env: Mapping[str, str]) -> Path | str:
