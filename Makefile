@@ -8,7 +8,7 @@ TRANSFORMERS_PIN := transformers==5.22.2
 PYDANTIC_PIN := pydantic==2.14.4
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check docs clean
+.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check release-vectors docs clean
 
 PYTHON_OK := $(shell $(PYTHON) -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
 VENV_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -66,6 +66,11 @@ docs: $(STAMP)  ## regenerate docs/reference.md (every command's help) and the R
 
 releases-check: $(STAMP)  ## regenerate every release file from its wheel; must be byte-identical
 	$(PY) scripts/release/check.py
+
+VERSION ?= 0.34.0
+release-vectors:  ## execute vLLM VERSION's own MoE selection: tests/golden/vllm-VERSION/executed-moe.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
+	nice $(PYTHON) scripts/release/execute/moe.py $(VERSION)
+	$(PYTHON) scripts/release/execute/agreement.py $(VERSION) || true
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
