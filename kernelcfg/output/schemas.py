@@ -48,6 +48,7 @@ _SELECTION: dict[str, Any] = {
         "candidates",
         "install",
         "install_given",
+        "install_source",
     ],
     "properties": {
         "requested": _STR,
@@ -69,6 +70,7 @@ _SELECTION: dict[str, Any] = {
         },
         "install": {"enum": ["pip", "image", "minimal", "all"]},
         "install_given": {"type": "boolean"},
+        "install_source": {"enum": ["flag", "environment", "default"]},
         "message": _STR_OR_NULL,
         "by_install": {"type": "object", "additionalProperties": _STR},
     },

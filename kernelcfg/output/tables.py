@@ -91,6 +91,12 @@ def _unwrapped(label: str, value: str) -> Any:
     return line
 
 
+def _install_words(picked: dict[str, Any]) -> str:
+    """The install a selection judged: ``--install pip``, ``(default)`` when not named."""
+    default = picked.get("install_source") == "default"
+    return f"--install {picked['install']}" + (" (default)" if default else "")
+
+
 def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     """The attention pick (and, with ``walk``, every candidate), the linear-kernel pick,
     the sparse-indexer top-k pick per decode rows, and the attention hash."""
@@ -102,7 +108,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
         said = picked["backend"] or picked["status"]
         detail = ", ".join(
             str(p)
-            for p in (picked["requested"], picked["kernel"], f"--install {picked['install']}")
+            for p in (picked["requested"], picked["kernel"], _install_words(picked))
             if p
         )
         lines.append(_unwrapped("attention ", f"{said}  ({detail})"))
