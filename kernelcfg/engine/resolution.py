@@ -504,6 +504,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
     _selections(inputs, config, result, ctx.all2all_backend)
+    _alternatives(inputs, result, ctx.all2all_backend)
     _summary(inputs, comp, result, ctx.all2all_backend, all2all)
     if config is None:
         return result
@@ -520,6 +521,18 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
             op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()
         }
     return result
+
+
+def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
+    """Each refusal of an explicit backend names what runs here instead."""
+    from kernelcfg.engine import instead  # only a refusal pays for it
+
+    if not instead.refuses_a_backend(result.problems):
+        return
+    ctx = check_context(result.target, result.release.version, inputs, all2all)
+    result.problems = instead.with_alternatives(
+        result.release, result.target, inputs, ctx, result.problems, result.selection
+    )
 
 
 def _level_defaults(

@@ -214,9 +214,11 @@ OUTPUTS: dict[str, dict[str, Any]] = {
         {"old": _STR, "new": _STR, "hash_scheme": {"type": ["object", "null"]}},
     ),
     "backends": _envelope(
-        ["vllm_version", "platform", "backends"],
+        ["vllm_version", "platform", "install", "install_source", "backends"],
         {
             "platform": _PLATFORM,
+            "install": {"enum": ["pip", "image", "minimal", "all"]},
+            "install_source": {"enum": ["flag", "environment", "default"]},
             "backends": {
                 "type": "array",
                 "items": {

@@ -107,9 +107,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     if picked:
         said = picked["backend"] or picked["status"]
         detail = ", ".join(
-            str(p)
-            for p in (picked["requested"], picked["kernel"], _install_words(picked))
-            if p
+            str(p) for p in (picked["requested"], picked["kernel"], _install_words(picked)) if p
         )
         lines.append(_unwrapped("attention ", f"{said}  ({detail})"))
         if picked.get("message") and picked["status"] != "selected":

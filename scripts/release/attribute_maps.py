@@ -23,7 +23,7 @@ def main() -> None:
     for model_type in sorted(CONFIG_MAPPING.keys()):
         try:
             cls = CONFIG_MAPPING[model_type]
-        except Exception:  # noqa: BLE001 - a config class that fails to import is skipped
+        except Exception:
             continue
         found = {str(k): str(v) for k, v in (getattr(cls, "attribute_map", None) or {}).items()}
         if found:
