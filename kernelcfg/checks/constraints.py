@@ -188,9 +188,11 @@ class _Walk:
     @property
     def unlisted_warns(self) -> bool:
         """The value is for some architectures only, and vLLM merely warns for any other
-        (``unlisted: warns``), while the model may be one of those others."""
+        (``unlisted: warns``) on the value's platforms, while the model may be one of
+        those others."""
         archs = self.rule.get("architectures") or ()
-        return self.rule.get("unlisted") == "warns" and (
+        on_platform = self.ctx.target.kind in self.rule.get("platforms", ())
+        return on_platform and self.rule.get("unlisted") == "warns" and (
             self.ctx.architectures is None or not set(self.ctx.architectures) & set(archs)
         )
 
