@@ -192,8 +192,10 @@ class _Walk:
         those others."""
         archs = self.rule.get("architectures") or ()
         on_platform = self.ctx.target.kind in self.rule.get("platforms", ())
-        return on_platform and self.rule.get("unlisted") == "warns" and (
-            self.ctx.architectures is None or not set(self.ctx.architectures) & set(archs)
+        return (
+            on_platform
+            and self.rule.get("unlisted") == "warns"
+            and (self.ctx.architectures is None or not set(self.ctx.architectures) & set(archs))
         )
 
     def run(self) -> None:
