@@ -38,8 +38,8 @@ install: $(VENV)/.installed  ## the tool alone (no torch)
 install-dev: $(STAMP)  ## the tool, test and lint tools, torch pinned for this environment
 
 demo: python-check $(VENV)/.installed  ## resolve a real example and print it
-	$(VENV)/bin/kernelcfg resolve --device b200 --moe-backend FlashInfer-TRTLLM -O3 --format table
-	$(VENV)/bin/kernelcfg resolve --device b200 --moe-backend FlashInfer-TRTLLM -O3 --format env
+	$(VENV)/bin/kernelcfg resolve --device b200 --install image --moe-backend FlashInfer-TRTLLM -O3 --format table
+	$(VENV)/bin/kernelcfg resolve --device b200 --install image --moe-backend FlashInfer-TRTLLM -O3 --format env
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kernelcfg tests scripts bench

@@ -99,10 +99,11 @@ def test_gpt_oss_on_rtx_pro_6000_gets_triton_with_pip_and_flashinfer_in_the_imag
     assert image["selection"]["attention"]["backend"] == "FLASHINFER"
 
 
-def test_flashinfer_forced_with_sinks_warns_that_it_needs_the_image(gpt_oss: str) -> None:
+def test_flashinfer_forced_with_sinks_says_that_it_needs_the_image(gpt_oss: str) -> None:
+    """Under pip, the default install, judged as if named: an error naming the image."""
     args = ("--hf-config-path", gpt_oss, "--device", "rtx-pro-6000", "--attention-backend")
     code, data = resolve(*args, "FLASHINFER")
-    assert code == 0
+    assert code == 1
     assert data["selection"]["attention"]["status"] == "error"
     assert "--install image or all" in messages(data)
     assert run("resolve", *V33, *args, "FLASHINFER", "--strict").exit_code == 1

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.cli
 
 
 def _resolved(*args: str) -> dict[str, object]:
-    result = run("resolve", "--device", "h100", "--format", "json", *args)
+    # the image, where FlashInfer's MoE kernels run (pip, the default, lacks them)
+    result = run("resolve", "--device", "h100", "--install", "image", "--format", "json", *args)
     assert result.exit_code == 0, result.stderr
     data = result.json()
     return {k: data[k] for k in ("kernel_config", "parallel_config", "compilation", "hash")}

@@ -215,8 +215,8 @@ def test_quantization_from_a_local_model(tmp_path: object) -> None:
     model = Path(str(tmp_path)) / "m"
     model.mkdir()
     (model / "config.json").write_text(
-        '{"architectures": ["X"], "quantization_config": {"quant_method": "fp8", '
-        '"weight_block_size": [128, 128]}}'
+        '{"architectures": ["X"], "num_local_experts": 8, "quantization_config": '
+        '{"quant_method": "fp8", "weight_block_size": [128, 128]}}'
     )
     result = run(
         "resolve",
@@ -234,7 +234,15 @@ def test_quantization_from_a_local_model(tmp_path: object) -> None:
 
 
 def test_backends_and_explain_commands() -> None:
-    data = run("backends", "--device", "b200", "--quantization", "fp8", "--format", "json").json()
+    flags = ["backends", "--device", "b200", "--quantization", "fp8", "--format", "json"]
+    pip = run(*flags).json()  # the default install, judged: FlashInfer's kernels absent
+    assert (pip["install"], pip["install_source"]) == ("pip", "default")
+    assert {
+        b["verdict"]
+        for b in pip["backends"]
+        if (b["field"], b["value"]) == ("moe_backend", "flashinfer_trtllm")
+    } == {"cannot-run"}
+    data = run(*flags, "--install", "image").json()
     verdicts = {(b["field"], b["value"]): b["verdict"] for b in data["backends"]}
     assert verdicts[("moe_backend", "flashinfer_trtllm")] == "runs"
     assert verdicts[("moe_backend", "aiter")] == "cannot-run"
@@ -266,4 +274,9 @@ def test_deep_gemm_mega_moe_without_a_quantisation_is_no_error_in_0_34(device: s
     older = constraints.check(
         "moe_backend", "deep_gemm_mega_moe", constraints.Context(PRESETS["h100"], "0.33.0")
     )
+    assert older.status == "falls-back", older.reason  # 0.33.0 only warns off its models
+    listed = constraints.Context(
+        PRESETS["h100"], "0.33.0", architectures=("DeepseekV4ForCausalLM",)
+    )
+    older = constraints.check("moe_backend", "deep_gemm_mega_moe", listed)
     assert older.status == "cannot-run", older.reason

@@ -94,16 +94,19 @@ def test_a_bad_environment_install_is_refused_as_the_flag_is() -> None:
     assert "(did you mean 'image'?)" in out.stderr
 
 
-def test_without_an_install_a_layer_some_install_serves_is_a_warning(
+def test_without_an_install_the_platforms_default_is_judged(
     mi300x_online_mxfp4: list[str],
 ) -> None:
+    """Issue 34: a default is judged as that install (ROCm: the image), not hedged."""
     result = pipeline.resolve_args(mi300x_online_mxfp4)
     (found,) = _problems(result, "moe-no-kernel")
-    assert found[0] == "warning"
-    assert "with --install pip or image or minimal vLLM raises" in found[1]
+    assert found[0] == "error"
+    assert "with --install image (the default) vLLM raises" in found[1]
     assert not isinstance(result, pipeline.Failure)
     assert result.selection["moe_backend"]["install_given"] is False
-    assert run("resolve", *mi300x_online_mxfp4).exit_code == 0
+    assert result.selection["moe_backend"]["install_source"] == "default"
+    assert run("resolve", *mi300x_online_mxfp4).exit_code == 1
+    assert run("resolve", *mi300x_online_mxfp4, "--install", "all").exit_code == 0
 
 
 def test_gpt_oss_on_a_v100_is_refused_before_any_kernel() -> None:
@@ -121,7 +124,8 @@ def test_refused_under_every_install_is_an_error_named_or_not() -> None:
     assert named.refused_under(["all"]) == ("error", "with --install image")
     assert Inputs().refused_under([]) == ("error", "under every install")
     assert named.refused_under([]) == ("error", "under every install")
-    assert Inputs().refused_under(["image", "all"]) == ("warning", "with --install pip or minimal")
+    default = Inputs().refused_under(["image", "all"])
+    assert default == ("error", "with --install pip (the default)")
 
 
 def test_a_named_moe_backend_the_install_cannot_run_is_an_error() -> None:
@@ -135,11 +139,11 @@ def test_a_named_moe_backend_the_install_cannot_run_is_an_error() -> None:
     assert run("resolve", *B200_TRTLLM, "--install", "image").exit_code == 0
 
 
-def test_without_an_install_a_named_moe_backend_some_install_runs_is_a_warning() -> None:
+def test_without_an_install_a_named_moe_backend_is_judged_under_the_default() -> None:
     (found,) = _problems(pipeline.resolve_args(B200_TRTLLM), "moe-backend-needs-install")
-    assert found[0] == "warning"
-    assert "--install pip or minimal" in found[1]
-    assert run("resolve", *B200_TRTLLM).exit_code == 0
+    assert found[0] == "error"
+    assert "--install pip (the default)" in found[1]
+    assert run("resolve", *B200_TRTLLM).exit_code == 1
 
 
 def test_a_backend_every_install_has_makes_no_install_problem() -> None:
@@ -159,7 +163,7 @@ def test_an_attention_backend_the_install_named_refuses_is_an_error() -> None:
         "FLASHINFER",
     ]
     (unnamed,) = _problems(pipeline.resolve_args(flags), "attention-needs-install")
-    assert unnamed[0] == "warning"
+    assert unnamed[0] == "error"  # the default (pip) judged as if named
     (named,) = _problems(
         pipeline.resolve_args([*flags, "--install", "pip"]), "attention-needs-install"
     )
@@ -189,11 +193,11 @@ def test_a_named_linear_backend_the_install_cannot_run_is_an_error() -> None:
     assert run("resolve", *B200_CUTLASS, "--install", "image").exit_code == 0
 
 
-def test_without_an_install_a_named_linear_backend_some_install_runs_is_a_warning() -> None:
+def test_without_an_install_a_named_linear_backend_is_judged_under_the_default() -> None:
     (found,) = _problems(pipeline.resolve_args(B200_CUTLASS), "linear-backend-needs-install")
-    assert found[0] == "warning"
-    assert "runs with --install pip or minimal" in found[1]
-    assert run("resolve", *B200_CUTLASS).exit_code == 0
+    assert found[0] == "error"
+    assert "runs with --install pip (the default)" in found[1]
+    assert run("resolve", *B200_CUTLASS).exit_code == 1
 
 
 def test_a_named_linear_backend_is_judged_for_the_checkpoint_scheme() -> None:
@@ -209,12 +213,13 @@ def test_a_named_linear_backend_is_judged_for_the_checkpoint_scheme() -> None:
 
 
 def test_why_follows_the_rule_without_an_install() -> None:
-    """Only ``--install all`` serves gpt-oss's MoE on a V100: without ``--install`` that is
-    a warning (exit 0) naming the installs that refuse and the one that runs."""
+    """Only ``--install all`` serves gpt-oss's MoE on a V100: without ``--install`` the
+    default (pip) is judged, an error naming the installs that refuse and the one that
+    runs."""
     out = run("why", "moe", *V100_GPT_OSS)
-    assert out.exit_code == 0
+    assert out.exit_code == 1
     assert (
-        "warning: vLLM raises with --install pip or image or minimal; with --install all it runs"
+        "error: vLLM raises with --install pip or image or minimal; with --install all it runs"
         in out.stdout
     )
     named = run("why", "moe", *V100_GPT_OSS, "--install", "image")

@@ -179,12 +179,12 @@ def matrix(version: str, target: Target, inputs: Inputs) -> list[Verdict]:
             install: model.select(name, shape, platform_of(model, target, install, inputs.env))
             for install in INSTALLS
         }
-        verdicts.append(_verdict(name, picks))
+        verdicts.append(_verdict(name, picks, inputs.install))
     return verdicts
 
 
-def _verdict(name: str, picks: Mapping[str, Any]) -> Verdict:
-    pip = picks["pip"]
+def _verdict(name: str, picks: Mapping[str, Any], install: str) -> Verdict:
+    pip = picks[install]
     if all(p.status == "error" for p in picks.values()):
         reasons = [r for c in pip.candidates for r in c.reasons] or [pip.message or ""]
         return Verdict(FIELD, name, "cannot-run", "; ".join(reasons))
@@ -196,7 +196,7 @@ def _verdict(name: str, picks: Mapping[str, Any]) -> Verdict:
             FIELD,
             name,
             "depends",
-            f"refused with --install pip; may run with --install {' or '.join(works)}",
+            f"refused with --install {install}; may run with --install {' or '.join(works)}",
         )
     if pip.status == "selected":
         return Verdict(FIELD, name, "runs", "vLLM honours it on this target")

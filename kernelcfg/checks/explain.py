@@ -25,7 +25,8 @@ _DEFAULT_VALUE = {
 
 def _example(name: str, value: str, version: str) -> str | None:
     """A command that resolves ``name=value`` where it runs (a preset and a scheme
-    where the catalogue says it runs), so the example itself exits 0."""
+    where the catalogue says it runs, every optional library installed), so the
+    example itself exits 0."""
     from kernelcfg.targets.presets import PRESETS
 
     rule = constraints.describe(name, value)
@@ -38,7 +39,7 @@ def _example(name: str, value: str, version: str) -> str | None:
             status = constraints.check(name, value, ctx).status
             if status not in ("runs", "depends"):
                 continue
-            command = f"kernelcfg resolve --device {device} {_FLAGS[name]} {value}"
+            command = f"kernelcfg resolve --device {device} --install all {_FLAGS[name]} {value}"
             command += (f" --quant-scheme {scheme}" if scheme else "") + (
                 " --enable-expert-parallel" if ep else ""
             )

@@ -100,6 +100,9 @@ class Context:
     """Whether ``--enable-expert-parallel`` is on."""
     all2all_backend: str | None = None
     """The all2all backend, when it matters."""
+    layers: tuple[str, ...] | None = None
+    """The kinds of layer the known model has that a backend field is read in (``moe``);
+    ``None`` when the model is not known."""
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -114,6 +117,7 @@ class Context:
             self.architectures,
             self.expert_parallel,
             self.all2all_backend,
+            self.layers,
         )
 
     @property

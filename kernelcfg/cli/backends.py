@@ -33,7 +33,8 @@ def backends(
         list[str] | None,
         typer.Argument(
             help="The target and context: --device, --platform, --capability, --gfx-arch, "
-            "--vllm-version, --quant-scheme, --quantization, --architecture, --env, -ep.",
+            "--vllm-version, --quant-scheme, --quantization, --architecture, --install, "
+            "--env, -ep.",
             show_default=False,
         ),
     ] = None,
@@ -49,18 +50,19 @@ def backends(
     """
 
     from kernelcfg.base.errors import KernelcfgError
-    from kernelcfg.checks import attention, constraints
     from kernelcfg.commands import pipeline
+    from kernelcfg.engine import instead
     from kernelcfg.engine.resolution import check_context
 
     try:
-        release, target, inputs = pipeline.prepare(list(flags or []))
+        release, target, inputs = pipeline.prepare(
+            list(flags or []), pipeline.Request(command="backends")
+        )
     except KernelcfgError as exc:
         raise refuse(exc.message, exc.exit_code) from None
     ctx = check_context(target, release.version, inputs)
     scheme = ctx.scheme
-    choices = {name: release.choices(name) for name in constraints.FIELDS}
-    verdicts = constraints.matrix(ctx, choices) + attention.matrix(release.version, target, inputs)
+    verdicts = instead.matrix(release, target, inputs, ctx)
     if fmt in REPORT_FORMATS:
         from kernelcfg.output.reports import Entry
 
@@ -78,6 +80,8 @@ def backends(
         data = {
             "vllm_version": release.version,
             "platform": target.as_dict(),
+            "install": inputs.install,
+            "install_source": inputs.install_source,
             "quant_scheme": scheme,
             "backends": [v.as_dict() for v in verdicts],
         }
@@ -102,7 +106,8 @@ def backends(
         "depends": "yellow",
         "no-effect": "dim",
     }
-    title = f"vLLM {release.version} on {target.device}"
+    title = f"vLLM {release.version} on {target.device}, --install {inputs.install}"
+    title += "" if inputs.install_given else " (default)"
     if scheme:
         title += f", {scheme}"
     elif ctx.possible:

@@ -52,15 +52,18 @@ The target and context, among the flags:
                          the local Hugging Face cache) from the Hub; or
                          KERNELCFG_DOWNLOAD=1; 10 s to connect, 30 s and
                          16 MiB a file at most
-  --install KIND         pip (default), image, minimal or all: what is
-                         installed beside vLLM (decides some picks)
+  --install KIND         pip, image, minimal or all: what is installed
+                         beside vLLM (decides some picks); or
+                         KERNELCFG_INSTALL; default per platform, judged
+                         as if named: pip on CUDA and CPU, image on ROCm
+                         and XPU
   --env KEY=VALUE        a variable the engine would see (repeatable);
                          this shell's VLLM_* and TORCH_COMPILE_DISABLE
                          count too
 
 Without a target, kernelcfg uses KERNELCFG_DEVICE / KERNELCFG_PLATFORM,
 then this machine's GPU (NVML, the ROCm KFD topology, then torch), then
-cpu, and says so.
+cpu, and says so; in CI (CI=true) every command refuses instead.
 
 After `--` (a pasted `vllm serve` line), kernelcfg's own options
 (--format, --fail-on, --strict, --quiet, --explain-sources and the target
@@ -180,7 +183,9 @@ def resolve(
         raise refuse("--matrix expands --batch lines; give --batch FILE too", 2)
     fmt = fmt or Format.table
     wanted = fmt in (Format.json, Format.yaml, Format.env)
-    result = pipeline.resolve_args(flags, pipeline.Request(want_compile_cache=wanted))
+    result = pipeline.resolve_args(
+        flags, pipeline.Request(command="resolve", want_compile_cache=wanted)
+    )
     data = render.as_data(result, strict=strict, sources=explain_sources)
     code = exit_code(result, fail_on)
     # GitHub shows the annotations on stdout; the same lines on stderr would show twice.

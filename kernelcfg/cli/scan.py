@@ -232,12 +232,11 @@ def _require_target(context: list[str]) -> None:
     named = {"--device", "--platform"} & set(context)
     if named or os.environ.get("KERNELCFG_DEVICE") or os.environ.get("KERNELCFG_PLATFORM"):
         return
-    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-        raise refuse(
-            "scan in CI needs a target: give --device PRESET (e.g. --device h100) or set "
-            "KERNELCFG_DEVICE; a runner has no GPU to detect",
-            2,
-        )
+    from kernelcfg.targets.presets import ci_needs_target
+
+    message = ci_needs_target("scan", os.environ)
+    if message is not None:
+        raise refuse(message, 2)
 
 
 def _values(pairs: list[str], env_file: str | None) -> dict[str, str]:

@@ -16,9 +16,9 @@ from kernelcfg.base.errors import ArgumentError, KernelcfgError
 from kernelcfg.base.problems import EXIT_BUG, EXIT_USAGE, Problem
 from kernelcfg.engine.resolution import Resolution, resolve
 from kernelcfg.flags import argv as argv_mod
-from kernelcfg.targets.presets import Target, resolve_target
+from kernelcfg.targets.presets import Target, ci_needs_target, resolve_target
 from kernelcfg.vllm import releases
-from kernelcfg.vllm.inputs import Inputs
+from kernelcfg.vllm.inputs import DEFAULT_INSTALLS, Inputs
 
 __all__ = [
     "INPUT_ERRORS",
@@ -62,6 +62,8 @@ class Request(argv_mod.TargetOptions):
     """Whether every word after ``vllm serve`` is vLLM's own (a launch found in a file,
     a pasted line in a batch): kernelcfg's options there are refused as vLLM refuses
     them, and the run's target and release stand."""
+    command: str = "kernelcfg"
+    """The command that asks, as a refusal names it (``resolve``, ``backends``)."""
     want_compile_cache: bool = False
     """Whether to work out each resolution's compile-cache key parts (JSON output): done
     where the model's config.json was read, or a line names ``--compile-cache``."""
@@ -130,7 +132,14 @@ def prepare(
     inputs.sources["vllm_version"] = chosen.source
     inputs.notes[:0] = release_notes(chosen)
     named = any((line.device, line.platform, line.capability, line.gfx_arch))
-    return release, _target(line if named else req, environ), inputs
+    target = _target(line if named else req, environ)
+    if target.source == "fallback":
+        refusal = ci_needs_target(req.command, environ)
+        if refusal is not None:
+            raise ArgumentError(refusal, field="device")
+    if "install" not in inputs.sources:
+        inputs.install = DEFAULT_INSTALLS.get(target.kind, "pip")
+    return release, target, inputs
 
 
 """The most words one command line may hold (a real vllm serve line has < 200)."""
@@ -144,7 +153,8 @@ INSTALL_VARIABLE = "KERNELCFG_INSTALL"
 
 def _install(inputs: Inputs, flag: str | None, environ: Mapping[str, str]) -> None:
     """The install judged: ``--install``, else ``KERNELCFG_INSTALL`` (checked as the flag
-    is), else the default (``pip``, not given: verdicts then cover every install)."""
+    is), else (in :func:`prepare`, once the target is known) the platform's default,
+    ``DEFAULT_INSTALLS``, judged as if named."""
     if flag:
         inputs.install = flag
         inputs.sources["install"] = "flag"

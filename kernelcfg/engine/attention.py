@@ -175,6 +175,7 @@ def selection_data(
         ],
         "install": install,
         "install_given": inputs.install_given,
+        "install_source": inputs.install_source,
         "message": chosen.message,
     }
     outcomes = {name: _outcome(pick) for name, pick in picks.items()}

@@ -46,6 +46,7 @@ def topk_selection(
         ],
         "install": inputs.install,
         "install_given": inputs.install_given,
+        "install_source": inputs.install_source,
         "message": None,
         "topk": topk,
         "by_rows": {band: backend for band, (backend, _) in bands.items()},

@@ -113,6 +113,7 @@ def _select(
         ],
         "install": inputs.install,
         "install_given": inputs.install_given,
+        "install_source": inputs.install_source,
         "message": None if agree else "the checkpoint's layer kind decides",
         "scheme": scheme,
         "layers": {kind: pick.kernel or "error" for kind, pick in chosen.items()},

@@ -186,6 +186,7 @@ def _depends(inputs: Inputs, message: str) -> dict[str, Any]:
         "candidates": [],
         "install": inputs.install,
         "install_given": inputs.install_given,
+        "install_source": inputs.install_source,
         "message": message,
     }
 
@@ -293,6 +294,7 @@ def _select(
         ),
         "install": inputs.install,
         "install_given": inputs.install_given,
+        "install_source": inputs.install_source,
         "message": gloss(first.message or first.load_error, wheres[inputs.install])
         if agree
         else "the checkpoint's format decides",

@@ -359,7 +359,18 @@ def check_context(
         tuple(inputs.architectures) if inputs.architectures is not None else None,
         inputs.enable_expert_parallel,
         all2all,
+        _layers(inputs.hf_config),
     )
+
+
+def _layers(hf_config: dict[str, Any] | None) -> tuple[str, ...] | None:
+    """The kinds of layer a backend field is read in that the known model has (``moe``:
+    a fused-MoE layer); ``None`` without the model's config.json."""
+    if hf_config is None:
+        return None
+    from kernelcfg.vllm.kernels.moe.layer import moe_model_features  # a model only
+
+    return ("moe",) if moe_model_features(hf_config) is not None else ()
 
 
 def _constraints(
@@ -439,7 +450,7 @@ def _moe_selection(
     """The MoE part of step 7: an explicit value no install can run, the all2all
     backend's library, and what ``--moe-backend auto`` takes for the model's layers."""
     release, target = result.release, result.target
-    if config.get("moe_backend", "auto") != "auto":
+    if config.get("moe_backend", "auto") != "auto" and _layers(inputs.hf_config) != ():
         from kernelcfg.engine.moe import explicit_problems  # cold start
 
         result.problems += explicit_problems(release, inputs, target, config["moe_backend"])
@@ -493,6 +504,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
     _selections(inputs, config, result, ctx.all2all_backend)
+    _alternatives(inputs, result, ctx.all2all_backend)
     _summary(inputs, comp, result, ctx.all2all_backend, all2all)
     if config is None:
         return result
@@ -509,6 +521,18 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
             op: ops.op(op).chain(lst) for op, lst in config["ir_op_priority"].items()
         }
     return result
+
+
+def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
+    """Each refusal of an explicit backend names what runs here instead."""
+    from kernelcfg.engine import instead  # only a refusal pays for it
+
+    if not instead.refuses_a_backend(result.problems):
+        return
+    ctx = check_context(result.target, result.release.version, inputs, all2all)
+    result.problems = instead.with_alternatives(
+        result.release, result.target, inputs, ctx, result.problems, result.selection
+    )
 
 
 def _level_defaults(

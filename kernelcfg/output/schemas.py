@@ -48,6 +48,7 @@ _SELECTION: dict[str, Any] = {
         "candidates",
         "install",
         "install_given",
+        "install_source",
     ],
     "properties": {
         "requested": _STR,
@@ -69,6 +70,7 @@ _SELECTION: dict[str, Any] = {
         },
         "install": {"enum": ["pip", "image", "minimal", "all"]},
         "install_given": {"type": "boolean"},
+        "install_source": {"enum": ["flag", "environment", "default"]},
         "message": _STR_OR_NULL,
         "by_install": {"type": "object", "additionalProperties": _STR},
     },
@@ -247,9 +249,11 @@ OUTPUTS: dict[str, dict[str, Any]] = {
         {"old": _STR, "new": _STR, "hash_scheme": {"type": ["object", "null"]}},
     ),
     "backends": _envelope(
-        ["vllm_version", "platform", "backends"],
+        ["vllm_version", "platform", "install", "install_source", "backends"],
         {
             "platform": _PLATFORM,
+            "install": {"enum": ["pip", "image", "minimal", "all"]},
+            "install_source": {"enum": ["flag", "environment", "default"]},
             "backends": {
                 "type": "array",
                 "items": {

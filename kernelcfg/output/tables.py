@@ -119,6 +119,12 @@ class _HashLine:
         return Measurement(min(whole, options.max_width), whole)
 
 
+def _install_words(picked: dict[str, Any]) -> str:
+    """The install a selection judged: ``--install pip``, ``(default)`` when not named."""
+    default = picked.get("install_source") == "default"
+    return f"--install {picked['install']}" + (" (default)" if default else "")
+
+
 def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     """The attention pick (and, with ``walk``, every candidate), the linear-kernel pick,
     the sparse-indexer top-k pick per decode rows, and the attention hash."""
@@ -129,9 +135,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     if picked:
         said = picked["backend"] or picked["status"]
         detail = ", ".join(
-            str(p)
-            for p in (picked["requested"], picked["kernel"], f"--install {picked['install']}")
-            if p
+            str(p) for p in (picked["requested"], picked["kernel"], _install_words(picked)) if p
         )
         lines.append(_unwrapped("attention ", f"{said}  ({detail})"))
         if picked.get("message") and picked["status"] != "selected":

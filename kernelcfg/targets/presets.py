@@ -21,6 +21,7 @@ __all__ = [
     "PRESETS",
     "Target",
     "capability_int",
+    "ci_needs_target",
     "detect",
     "gfx_capability",
     "resolve_target",
@@ -249,6 +250,18 @@ def resolve_target(
     if allow_detection:
         return detect()
     return Target("cpu", "cpu", source="fallback", note="detection was not allowed")
+
+
+def ci_needs_target(command: str, environ: Mapping[str, str]) -> str | None:
+    """The one line every command refuses with in CI (``CI`` true, 1 or yes) when no
+    target is named: a runner has no GPU to detect, and the CPU fallback would judge the
+    launch for the wrong machine. ``None`` outside CI."""
+    if environ.get("CI", "").strip().lower() not in ("true", "1", "yes"):
+        return None
+    return (
+        f"{command} in CI needs a target: give --device PRESET (e.g. --device h100) or set "
+        "KERNELCFG_DEVICE; a runner has no GPU to detect"
+    )
 
 
 _VARIABLES = (

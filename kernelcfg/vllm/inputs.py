@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from kernelcfg.base.problems import Problem
 
-__all__ = ["DEFAULT_ALL2ALL_BACKEND", "INSTALLS", "Inputs"]
+__all__ = ["DEFAULT_ALL2ALL_BACKEND", "DEFAULT_INSTALLS", "INSTALLS", "Inputs"]
 
 DEFAULT_ALL2ALL_BACKEND = "allgather_reducescatter"
 """vLLM's ``ParallelConfig.all2all_backend`` default."""
@@ -23,6 +23,19 @@ INSTALLS = ("pip", "image", "minimal", "all")
 """What may be installed beside vLLM, for ``--install``: ``pip`` (what ``pip install
 vllm`` brings), ``image`` (the official container: FlashInfer's kernels usable, DeepEP),
 ``minimal`` (no optional library), ``all`` (every optional library)."""
+
+DEFAULT_INSTALLS: dict[str, str] = {
+    "cuda": "pip",
+    "rocm": "image",
+    "xpu": "image",
+    "cpu": "pip",
+    "tpu": "pip",
+}
+"""The install judged when ``--install`` (and ``KERNELCFG_INSTALL``) is not given, per
+platform: what vLLM ships for it. CUDA: ``pip`` (the PyPI wheels are CUDA builds);
+ROCm: ``image`` (no ROCm wheel on PyPI: vLLM's ROCm image, which ships AITER, is what
+an MI300X runs); XPU: ``image`` (vLLM's XPU Dockerfile); CPU and TPU: ``pip``. A default
+is judged as that install, the same as if it were named."""
 
 
 @dataclass
@@ -120,9 +133,21 @@ class Inputs:
 
     @property
     def install_given(self) -> bool:
-        """Whether the install was named (``--install`` or ``KERNELCFG_INSTALL``): then a
-        verdict is certain for it alone; otherwise it must hold under every install."""
+        """Whether the install was named (``--install`` or ``KERNELCFG_INSTALL``) rather
+        than the platform's default; either way the verdict is for that install."""
         return self.sources.get("install") in ("flag", "environment")
+
+    @property
+    def install_source(self) -> str:
+        """Where the install judged came from: ``flag``, ``environment`` or ``default``
+        (the platform's, :data:`DEFAULT_INSTALLS`)."""
+        return self.sources.get("install", "default")
+
+    @property
+    def install_words(self) -> str:
+        """The install judged, as a message names it: ``--install pip``, with ``(the
+        default)`` when it was not named."""
+        return f"--install {self.install}" + ("" if self.install_given else " (the default)")
 
     def named_backend_problems(
         self, field: str, value: str, device: str, works: Sequence[str]
@@ -147,12 +172,9 @@ class Inputs:
 
     def refused_under(self, works: Sequence[str]) -> tuple[Literal["error", "warning"], str]:
         """How a layer or backend that vLLM refuses under this install is reported, given
-        the installs under which it runs (``works``): an error when the install was named
-        or none runs it, else a warning; and where it is refused, as words to follow the
-        subject (``with --install`` the one named, else every one that refuses; ``under
-        every install`` when none runs it)."""
+        the installs under which it runs (``works``): an error, named or default alike (a
+        default is judged as that install); and where it is refused, as words to follow
+        the subject (``with --install X``, ``under every install`` when none runs it)."""
         if not works:
             return "error", "under every install"
-        if self.install_given:
-            return "error", f"with --install {self.install}"
-        return "warning", "with --install " + " or ".join(i for i in INSTALLS if i not in works)
+        return "error", "with " + self.install_words

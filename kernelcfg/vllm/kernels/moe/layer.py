@@ -300,9 +300,24 @@ def _text_config(hf_config: _Cfg) -> tuple[_Cfg, str | None]:
     model_type; a text_config without one gets the class default ``<top>_text``."""
     text = hf_config.get("text_config")
     if not isinstance(text, Mapping):
-        return hf_config, hf_config.get("model_type")
+        return _aliased(hf_config, hf_config.get("model_type")), hf_config.get("model_type")
     top = hf_config.get("model_type")
-    return text, text.get("model_type") or (f"{top}_text" if top else None)
+    model_type = text.get("model_type") or (f"{top}_text" if top else None)
+    return _aliased(text, model_type), model_type
+
+
+def _aliased(config: _Cfg, model_type: object) -> _Cfg:
+    """``config`` answering to the names transformers' config class of ``model_type``
+    maps (``attribute_map``: a transformers 5.x Qwen3-MoE config.json holds
+    ``num_local_experts``, the model code reads ``num_experts``); the data is
+    ``attribute-maps.json``, read from transformers."""
+    from kernelcfg.vllm.releases import data_file
+
+    maps = data_file("attribute-maps.json")["maps"].get(model_type) if model_type else None
+    missing = {a: s for a, s in (maps or {}).items() if a not in config and s in config}
+    if not missing:
+        return config
+    return {**config, **{alias: config[stored] for alias, stored in missing.items()}}
 
 
 def _routing_of(fam: Mapping[str, Any]) -> str:
