@@ -525,6 +525,8 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
 
 def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
     """Each refusal of an explicit backend names what runs here instead."""
+    if not any(p.severity == "error" for p in result.problems):
+        return  # no refusal: the catalogue is not read (a resolve reads its release alone)
     from kernelcfg.engine import instead  # only a refusal pays for it
 
     if not instead.refuses_a_backend(result.problems):

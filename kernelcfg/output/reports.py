@@ -231,7 +231,6 @@ def sarif(entries: Sequence[Entry], tool: str = "kernelcfg", root: str | None = 
                     "driver": {
                         "name": tool,
                         "version": __version__,
-                        "informationUri": "https://pypi.org/project/kernelcfg/",
                         "rules": [_rule(code) for code in codes],
                     }
                 },
