@@ -169,3 +169,18 @@ def test_qwen3_moe_saved_by_transformers5_has_moe_layers(tmp_path: Path) -> None
     result = _resolve("--device", "h100", "--", "vllm", "serve", folder)
     picked = render.as_data(result)["selection"]["moe_backend"]
     assert picked["status"] == "selected"
+
+
+def test_a_flashinfer_pick_under_pip_says_what_it_needs_at_run_time() -> None:
+    """vLLM's selector picks FLASHINFER_MLA on B200 under a pip install (its kernels are
+    not checked there): the pick stands, and its note says what the install must add,
+    so it does not read as a contradiction of the FlashInfer MoE refusal."""
+    serve = ["--", "vllm", "serve", "docs/examples/deepseek-r1"]
+    pip = run("resolve", "--device", "b200", "--format", "json", *serve).json()
+    attention = pip["selection"]["attention"]
+    assert attention["backend"] == "FLASHINFER_MLA"
+    assert "flashinfer-cubin" in attention["run_time"]
+    image = run("resolve", "--device", "b200", "--install", "image", "--format", "json", *serve)
+    assert "run_time" not in image.json()["selection"]["attention"]
+    table = run("resolve", "--device", "b200", *serve)
+    assert "at run time: FlashInfer's kernels need" in table.stdout

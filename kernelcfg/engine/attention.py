@@ -181,7 +181,30 @@ def selection_data(
     outcomes = {name: _outcome(pick) for name, pick in picks.items()}
     if len(set(outcomes.values())) > 1:
         data["by_install"] = outcomes
+    needs = _run_time_needs(chosen.backend, install)
+    if needs is not None:
+        data["run_time"] = needs
     return data
+
+
+RUN_TIME_NEEDS = {
+    "FLASHINFER": (
+        "FlashInfer's kernels need flashinfer-cubin, or nvcc and ninja for its JIT; vLLM's "
+        "selector does not check them (a plain pip install brings neither, vLLM's image both)"
+    ),
+}
+"""What a backend vLLM's selector picks under an install still needs at run time, by
+the backend's name prefix: the selector checks the platform, not the libraries, so the
+pick stands, and this says what the install must add."""
+_NEEDS_CHECKED = frozenset({"image", "all"})
+"""The installs that bring what :data:`RUN_TIME_NEEDS` names."""
+
+
+def _run_time_needs(backend: str | None, install: str) -> str | None:
+    """What ``backend`` needs at run time that ``install`` does not bring, if anything."""
+    if backend is None or install in _NEEDS_CHECKED:
+        return None
+    return next((v for k, v in RUN_TIME_NEEDS.items() if backend.startswith(k)), None)
 
 
 def _outcome(pick: Selection) -> str:

@@ -73,6 +73,7 @@ _SELECTION: dict[str, Any] = {
         "install_source": {"enum": ["flag", "environment", "default"]},
         "message": _STR_OR_NULL,
         "by_install": {"type": "object", "additionalProperties": _STR},
+        "run_time": _STR,
     },
 }
 """One field's selection: what vLLM takes and the candidates it walked."""

@@ -145,6 +145,8 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
             lines.append(plain(f"  {place}. {candidate['backend']} {candidate['verdict']}{reason}"))
         for install, outcome in (picked.get("by_install") or {}).items():
             lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
+        if picked.get("run_time"):
+            lines.append(plain(f"  at run time: {picked['run_time']}", style="dim"))
     kernel = (data.get("selection") or {}).get("linear_backend")
     if kernel:
         said = kernel["kernel"] or kernel["status"]
