@@ -12,11 +12,14 @@ a hostile server: a body may then be an iterable of chunks (endless, or slow).
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 TOKEN = "hf_test_token"
@@ -139,3 +142,25 @@ def serving(repos: dict[str, Repo]) -> Iterator[FakeHub]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@contextmanager
+def serving_as_hub(
+    repos: dict[str, Repo], monkeypatch: Any, home: Path, cache: Path
+) -> Iterator[FakeHub]:
+    """A :class:`FakeHub` as this process's Hub: every ``HF_*``, ``KERNELCFG_*`` and
+    ``VLLM_*`` variable cleared, the failures kernelcfg remembers forgotten, and
+    ``HF_ENDPOINT``, ``HF_HOME`` and ``HF_HUB_CACHE`` naming the stand-in and fresh
+    folders."""
+    from kernelcfg.base.answers import Answers
+    from kernelcfg.flags import hub as hub_module
+
+    for name in list(os.environ):
+        if name.startswith(("HF_", "HUGGING_FACE", "KERNELCFG_", "VLLM_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setattr(hub_module, "_FAILED", Answers(256))
+    with serving(repos) as fake:
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        monkeypatch.setenv("HF_HOME", str(home))
+        monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+        yield fake

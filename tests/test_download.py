@@ -6,7 +6,6 @@ stand-in, and a connection anywhere but 127.0.0.1 fails the test."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -17,13 +16,11 @@ from typing import Any
 
 import pytest
 
-from kernelcfg.base.answers import Answers
 from kernelcfg.commands import pipeline
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.flags import hub as hub_module
 
 from .cli_helpers import Run, run
-from .fake_hub import TOKEN, FakeHub, Repo, commit, serving
+from .fake_hub import TOKEN, FakeHub, Repo, commit, serving, serving_as_hub
 
 pytestmark = pytest.mark.cli
 
@@ -82,14 +79,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     """The stand-in, named by ``HF_ENDPOINT``, with a fresh cache under ``tmp_path``."""
-    for name in list(os.environ):
-        if name.startswith(("HF_", "HUGGING_FACE", "KERNELCFG_", "VLLM_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setattr(hub_module, "_FAILED", Answers(256))
-    with serving(REPOS) as fake:
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with serving_as_hub(REPOS, monkeypatch, tmp_path / "hf-home", tmp_path / "hub") as fake:
         yield fake
 
 

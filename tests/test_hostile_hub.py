@@ -23,11 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelcfg.base import bounded_http
-from kernelcfg.base.answers import Answers
-from kernelcfg.flags import hub as hub_module
 
 from .cli_helpers import Run, run
-from .fake_hub import TOKEN, FakeHub, Repo, commit, serving
+from .fake_hub import TOKEN, FakeHub, Repo, commit, serving, serving_as_hub
 from .test_download import LLAMA, no_network  # noqa: F401 - the fixture, used by name
 
 pytestmark = pytest.mark.cli
@@ -41,15 +39,8 @@ OTHER_TOKEN = "hf_the_launch_s_own_token"
 def caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     """The caller's Hub (``HF_ENDPOINT``), token and cache, in this process's
     environment."""
-    for name in list(os.environ):
-        if name.startswith(("HF_", "HUGGING_FACE", "KERNELCFG_", "VLLM_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setattr(hub_module, "_FAILED", Answers(256))
-    with serving(REPOS) as fake:
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+    with serving_as_hub(REPOS, monkeypatch, tmp_path / "hf-home", tmp_path / "ours") as fake:
         monkeypatch.setenv("HF_TOKEN", TOKEN)
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "ours"))
         yield fake
 
 
