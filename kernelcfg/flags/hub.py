@@ -23,6 +23,7 @@ do (exit 2).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import re
@@ -373,7 +374,8 @@ class _Store:
         for part in [os.path.basename(self.folder), *relative.split(os.sep)[:-1]]:
             path = os.path.join(path, part)
             if not os.path.lexists(path):
-                os.mkdir(path)
+                with contextlib.suppress(FileExistsError):  # another run made it meanwhile
+                    os.mkdir(path)
             real = os.path.realpath(path)
             if os.path.commonpath((root, real)) != root:
                 raise _failed(
