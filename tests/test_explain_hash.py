@@ -22,4 +22,3 @@ def test_a_kernel_field_names_each_releases_hash_scheme() -> None:
     data = run("explain", "moe_backend", "--format", "json").json()
     assert data["hash"] == "kernel_config"
     assert set(data["hashed_by"]) == set(data["hashed"])
-
