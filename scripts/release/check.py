@@ -20,30 +20,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE))
+
+from wheel_source import download_wheel  # noqa: E402
 
 from kernelcfg.vllm import releases  # noqa: E402
-
-
-def _wheel(version: str, folder: Path) -> Path:
-    found = sorted(folder.glob(f"vllm-{version}-*.whl"))
-    if not found:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--only-binary=:all:",
-                "-d",
-                str(folder),
-                f"vllm=={version}",
-            ],
-            check=True,
-        )
-        found = sorted(folder.glob(f"vllm-{version}-*.whl"))
-    return found[0]
 
 
 def _serve_check(version: str, wheel: Path, venv: Path, tmp: Path) -> bool:
@@ -72,7 +53,7 @@ def main() -> int:
         venv = Path(os.environ.get("KERNELCFG_SERVE_VENV", str(Path(tmp) / "venv")))
         failed = 0
         for version in releases.known_versions():
-            wheel = _wheel(version, folder)
+            wheel = download_wheel(version, folder)
             for script in ("kernel_config.py", "attention_config.py", "compile_env.py"):
                 proc = subprocess.run(
                     [sys.executable, str(HERE / script), str(wheel), "--check"], check=False

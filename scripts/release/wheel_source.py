@@ -1,17 +1,20 @@
 """What every release data generator shares: a wheel's ``vllm/`` sources read as text
 (vLLM is never imported), the release it is, where kernelcfg keeps the release data
-files, and writing a file or only saying whether it would change (``--check``).
+files, writing a file or only saying whether it would change (``--check``), and a
+release's wheel fetched from the package index.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import subprocess
+import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["RELEASES_DIR", "Source", "version_of", "write_or_check"]
+__all__ = ["RELEASES_DIR", "Source", "download_wheel", "version_of", "write_or_check"]
 
 RELEASES_DIR = Path(__file__).resolve().parents[2] / "kernelcfg" / "vllm" / "releases"
 """``kernelcfg/vllm/releases/``: where every generator writes."""
@@ -70,3 +73,31 @@ def write_or_check(out: Path, text: str, *, check: bool) -> int:
     out.write_text(text)
     print(f"wrote {out}")
     return 0
+
+
+def download_wheel(version: str, folder: Path, prefix: Sequence[str] = ()) -> Path:
+    """vLLM ``version``'s wheel in ``folder``, downloaded there unless already present
+    (``prefix``: words run before pip, such as ``nice``)."""
+    pattern = f"vllm-{version}-*.whl"
+    found = sorted(folder.glob(pattern))
+    if not found:
+        subprocess.run(
+            [
+                *prefix,
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                str(folder),
+                f"vllm=={version}",
+            ],
+            check=True,
+        )
+        found = sorted(folder.glob(pattern))
+    if not found:
+        raise SystemExit(f"no wheel for vllm=={version} in {folder}")
+    return found[0]

@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from wheel_source import download_wheel
+
 __all__ = [
     "GOLDEN_DIR",
     "INSIDE",
@@ -107,29 +111,7 @@ def wheel_cache() -> Path:
 
 def wheel(version: str) -> Path:
     """The release's wheel, downloaded into the cache folder unless already there."""
-    folder = wheel_cache()
-    found = sorted(folder.glob(f"vllm-{version}-*.whl"))
-    if not found:
-        subprocess.run(
-            [
-                *_nice(),
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--only-binary=:all:",
-                "-d",
-                str(folder),
-                f"vllm=={version}",
-            ],
-            check=True,
-        )
-        found = sorted(folder.glob(f"vllm-{version}-*.whl"))
-    if not found:
-        raise SystemExit(f"no wheel for vllm=={version} in {folder}")
-    return found[0]
+    return download_wheel(version, wheel_cache(), _nice())
 
 
 def venv_path(version: str) -> Path:
