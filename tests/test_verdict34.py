@@ -16,6 +16,7 @@ from kernelcfg.output import render
 from kernelcfg.vllm.inputs import DEFAULT_INSTALLS
 
 from .cli_helpers import run
+from .test_attention_old import LLAMA
 
 QWEN3_MOE_T5 = {
     "architectures": ["Qwen3MoeForCausalLM"],
@@ -34,18 +35,7 @@ QWEN3_MOE_T5 = {
     "dtype": "bfloat16",
     "max_position_embeddings": 40960,
 }
-DENSE = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "num_hidden_layers": 32,
-    "vocab_size": 128256,
-    "torch_dtype": "bfloat16",
-    "max_position_embeddings": 8192,
-}
+DENSE = {**LLAMA, "max_position_embeddings": 8192}
 
 
 def _folder(tmp_path: Path, name: str, config: dict[str, Any]) -> str:
