@@ -87,6 +87,9 @@ class _Run:
     memo: _Memo = field(default_factory=lambda: Answers(1024))
     """What launches resolved to, by their words: a repository repeats the same launch
     in many places (a docs page of 1,000 examples: 5.2 s -> 1.2 s)."""
+    by_root: Answers[str, pipeline.Request] = field(default_factory=lambda: Answers(64))
+    """:attr:`request` for each repository a launch's model paths must lie in, made
+    once: a request keeps what it read of the environment."""
 
 
 def _items(source: Source) -> Iterator[Found | Notice]:
@@ -258,7 +261,8 @@ def _resolved(words: tuple[str, ...], run: _Run, root: str) -> Resolution | pipe
     found = run.memo.find(key)
     if found is not None:
         return found
-    result = pipeline.resolve_words(words, dataclasses.replace(run.request, read_root=root))
+    request = run.by_root.get(root, lambda: dataclasses.replace(run.request, read_root=root))
+    result = pipeline.resolve_words(words, request)
     run.memo.keep(key, result)
     return result
 
