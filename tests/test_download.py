@@ -372,3 +372,13 @@ def test_a_revision_that_is_a_path_is_refused(hub: FakeHub) -> None:
     done = run("resolve", "--device", "h100", "--download", *SERVE_R1, "--revision", "../../x")
     _one_error(done, "--revision '../../x' is not a branch, tag or commit name")
     assert hub.requests == []
+
+
+def test_the_stored_login_opens_a_gated_repo(hub: FakeHub, tmp_path: Path) -> None:
+    """No ``HF_TOKEN``: the token ``hf auth login`` stored in ``HF_HOME/token`` is sent,
+    to the caller's Hub only."""
+    (tmp_path / "hf-home").mkdir()
+    (tmp_path / "hf-home" / "token").write_text(TOKEN + "\n")
+    done = run("fetch", "meta-llama/Gated")
+    assert done.exit_code == 0, done.stderr
+    assert {auth for _, _, auth in hub.requests} == {f"Bearer {TOKEN}"}

@@ -143,14 +143,17 @@ def _masked(url: str) -> str:
 def _token(environ: Mapping[str, str]) -> str | None:
     """``HF_TOKEN``, else the token ``hf auth login`` stored (``HF_TOKEN_PATH``, else
     ``HF_HOME/token``, else ``~/.cache/huggingface/token``)."""
+    from kernelcfg.flags.model_config import hf_home
+
     token = environ.get("HF_TOKEN", "").strip()
     if token:
         return token
-    path = environ.get("HF_TOKEN_PATH") or os.path.join(
-        environ.get("HF_HOME")
-        or os.path.join(environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"),
-        "token",
-    )
+    path = environ.get("HF_TOKEN_PATH")
+    if not path:
+        home = hf_home(environ)
+        if isinstance(home, str):  # no home folder known: no stored login
+            return None
+        path = str(home / "token")
     try:
         text = bounded.read_text(os.path.expanduser(path), "token", limit=_MAX_TOKEN_FILE)
     except (ArgumentError, OSError):

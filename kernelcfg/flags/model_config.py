@@ -27,7 +27,7 @@ from kernelcfg.base.problems import Problem
 from kernelcfg.flags.model_facts import typed
 from kernelcfg.vllm.inputs import Inputs
 
-__all__ = ["CODES", "hub_cache", "read"]
+__all__ = ["CODES", "hf_home", "hub_cache", "read"]
 
 CODES = frozenset(
     {"model-config-value", "model-config-unreadable", "model-cache-broken", "hub-cache-unknown"}
@@ -104,11 +104,22 @@ _HUB_CACHES: Answers[tuple[str | None, ...], Path | str] = Answers(8)
 def _hub_cache(hub: str | None, hf_home: str | None, xdg: str | None) -> Path | str:
     if hub:
         return _home_path(hub, "HF_HUB_CACHE")
+    home = _hf_home(hf_home, xdg)
+    return home / "hub" if isinstance(home, Path) else home
+
+
+def hf_home(env: Mapping[str, str]) -> Path | str:
+    """Hugging Face's home folder as ``huggingface_hub`` finds it (``HF_HOME``, else
+    ``XDG_CACHE_HOME/huggingface``, else ``~/.cache/huggingface``; the stored login's
+    token and, by default, the hub cache live there), or why there is none here."""
+    return _hf_home(env.get("HF_HOME"), env.get("XDG_CACHE_HOME"))
+
+
+def _hf_home(hf_home: str | None, xdg: str | None) -> Path | str:
     if hf_home:
-        found = _home_path(hf_home, "HF_HOME")
-        return found / "hub" if isinstance(found, Path) else found
+        return _home_path(hf_home, "HF_HOME")
     cache = _home_path(xdg, "XDG_CACHE_HOME") if xdg else _home_path("~/.cache", "HOME")
-    return cache / "huggingface" / "hub" if isinstance(cache, Path) else cache
+    return cache / "huggingface" if isinstance(cache, Path) else cache
 
 
 def _home_path(path: str, variable: str) -> Path | str:
