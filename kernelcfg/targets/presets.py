@@ -234,10 +234,7 @@ def resolve_target(
     if device is not None or kind is not None or capability is not None or gfx_arch:
         return _from_flags(device, kind, capability, gfx_arch)
     env = environ or {}
-    env_device = env.get("KERNELCFG_DEVICE")
-    env_kind = env.get("KERNELCFG_PLATFORM")
-    env_cap = env.get("KERNELCFG_CAPABILITY")
-    env_gfx = env.get("KERNELCFG_GFX_ARCH")
+    env_device, env_kind, env_cap, env_gfx = (env.get(name) for name in _VARIABLES)
     if env_device or env_kind or env_cap or env_gfx:
         try:
             found = _from_flags(env_device or None, env_kind, env_cap, env_gfx)
@@ -270,7 +267,8 @@ _VARIABLES = (
     "KERNELCFG_CAPABILITY",
     "KERNELCFG_GFX_ARCH",
 )
-"""The variables that stand for the target flags."""
+"""The variables that stand for ``--device``, ``--platform``, ``--capability`` and
+``--gfx-arch``, in that order."""
 
 
 @cache
