@@ -23,7 +23,7 @@ from kernelcfg.base.answers import Answers
 from kernelcfg.cli import app
 from kernelcfg.commands import pipeline
 from kernelcfg.engine.resolution import Resolution
-from kernelcfg.flags import argv, model_config, model_facts
+from kernelcfg.flags import argv, hf_paths, model_facts
 
 from .examples import examples
 
@@ -404,7 +404,7 @@ def test_no_home_folder_is_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HOME", "HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(pwd, "getpwuid", no_entry)
-    monkeypatch.setattr(model_config, "_HUB_CACHES", Answers(8))
+    monkeypatch.setattr(hf_paths, "_HUB_CACHES", Answers(8))
     result = pipeline.resolve_args(["--device", "h100", "--", "vllm", "serve", "org/m"])
     assert isinstance(result, Resolution)
     notes = [p for p in result.problems if p.code == "hub-cache-unknown"]

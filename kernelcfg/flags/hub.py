@@ -36,6 +36,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from kernelcfg.base import bounded, bounded_http
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
+from kernelcfg.flags.hf_paths import hf_home
 
 __all__ = ["CODE", "HUB_ID", "Hub", "fetch", "is_hub_id", "safe_revision", "settings"]
 
@@ -143,8 +144,6 @@ def _masked(url: str) -> str:
 def _token(environ: Mapping[str, str]) -> str | None:
     """``HF_TOKEN``, else the token ``hf auth login`` stored (``HF_TOKEN_PATH``, else
     ``HF_HOME/token``, else ``~/.cache/huggingface/token``)."""
-    from kernelcfg.flags.model_config import hf_home
-
     token = environ.get("HF_TOKEN", "").strip()
     if token:
         return token
