@@ -12,6 +12,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ListFormat,
     ListFormatOption,
+    note_fallback,
     print_problems,
     refuse,
     write_json,
@@ -93,6 +94,7 @@ def why(
     result = pipeline.resolve_args(list(flags or []))
     if isinstance(result, pipeline.Failure):
         raise refuse(result.problem.message, result.problem.exit_code)
+    note_fallback(result)
     print_problems(  # what was wrong with the model's files, as resolve says it
         [p.as_dict() for p in result.problems if p.code in model_config.CODES], quiet=False
     )

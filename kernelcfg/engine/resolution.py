@@ -504,7 +504,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
     _selections(inputs, config, result, ctx.all2all_backend)
-    _alternatives(inputs, result, ctx.all2all_backend)
+    _alternatives(inputs, result, ctx.all2all_backend, config)
     _summary(inputs, comp, result, ctx.all2all_backend, all2all)
     if config is None:
         return result
@@ -523,7 +523,9 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     return result
 
 
-def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
+def _alternatives(
+    inputs: Inputs, result: Resolution, all2all: str, config: dict[str, Any] | None
+) -> None:
     """Each refusal of an explicit backend names what runs here instead."""
     if not any(p.severity == "error" for p in result.problems):
         return  # no refusal: the catalogue is not read (a resolve reads its release alone)
@@ -533,7 +535,7 @@ def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
         return
     ctx = check_context(result.target, result.release.version, inputs, all2all)
     result.problems = instead.with_alternatives(
-        result.release, result.target, inputs, ctx, result.problems, result.selection
+        result.release, inputs, ctx, result.problems, result.selection, config
     )
 
 
