@@ -83,3 +83,11 @@ def test_one_vocabulary_across_releases_and_commands() -> None:
             found = data["findings"] if "findings" in data else data["compile_cache"]["findings"]
             seen |= {f["what"] for f in found if f["part"] == "config"}
     assert seen == {"parallel_config.tensor_parallel_size", "parallel_config.world_size"}
+
+
+def test_explain_takes_a_field_by_its_dotted_path_either_way() -> None:
+    """``kernel_config.moe_backend`` as diff and cache explain print it, and
+    ``kernel.moe_backend`` as 0.34's factor tree keys it: both the field."""
+    plain = run("explain", "moe_backend", "--format", "json").json()
+    for path in ("kernel_config.moe_backend", "kernel.moe_backend"):
+        assert run("explain", path, "--format", "json").json() == plain
