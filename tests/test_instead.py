@@ -132,3 +132,24 @@ def test_values_that_may_run_are_named_when_none_is_sure() -> None:
     message = _refusal(result, "--attention-backend")
     assert "none for certain (may run: " in message
     assert "FLASH_ATTN" in message.split("may run: ")[1]
+
+
+def test_a_per_quant_refusal_names_values_that_run_for_its_key() -> None:
+    """A ``linear_backend_per_quant`` value is judged for its key's schemes: the refusal
+    names the key (its field) and the values that run for them, none itself refused."""
+    rest = ["--device", "h100", "--quant-scheme", "nvfp4"]
+
+    def line(value: str) -> list[str]:
+        return [
+            *rest,
+            "--kernel-config",
+            f'{{"linear_backend_per_quant":{{"nvfp4_w4a4":"{value}"}}}}',
+        ]
+
+    refused = _resolve(line("flashinfer_trtllm"))
+    (problem,) = [p for p in refused.problems if p.severity == "error"]
+    assert problem.field == "linear_backend_per_quant.nvfp4_w4a4"
+    offered = _offered(problem.message)
+    assert offered
+    for other in offered:
+        assert render.exit_code_of(_resolve(line(other))) == 0, other

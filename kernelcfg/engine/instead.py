@@ -93,6 +93,15 @@ def _running(
         from kernelcfg.checks import attention
 
         verdicts = attention.matrix(release.version, target, inputs)
+    elif field.startswith(_PER_QUANT):  # judged for the key's schemes, as resolve judges it
+        from kernelcfg.vllm.kernels.quantization import per_quant_keys
+
+        schemes = per_quant_keys(release.version)[field.removeprefix(_PER_QUANT)]
+        verdicts = [
+            check("linear_backend_per_quant", value, ctx, schemes=schemes)
+            for value in release.choices("linear_backend")
+            if value != "auto"
+        ]
     else:
         verdicts = [
             judged(release, target, inputs, ctx, field, value)
@@ -150,6 +159,8 @@ def with_alternatives(
             auto = picked.get("value") if picked.get("requested") == "auto" else None
             auto = auto or auto_pick(release, target, inputs, ctx, field, config)
             tail = f"; auto picks {auto}" if auto else "; or leave it on auto"
+            if field.startswith(_PER_QUANT):
+                tail = "; or leave the key out (linear_backend decides)"
         message = problem.message.rstrip(".") + said + tail
         out.append(dataclasses.replace(problem, message=message))
     return out
@@ -239,10 +250,17 @@ def all2all_running(
     return (meets if meets else kept), unset
 
 
+_PER_QUANT = "linear_backend_per_quant."
+"""The field of a refused ``linear_backend_per_quant`` value, before its key."""
+
+
 def _refused_field(problem: Problem) -> str | None:
-    """The backend field an error refuses an explicit value of, if it is one."""
+    """The backend field an error refuses an explicit value of, if it is one (a
+    ``linear_backend_per_quant`` value: ``linear_backend_per_quant.KEY``)."""
     if problem.severity != "error" or problem.code not in _REFUSALS:
         return None
+    if _REFUSALS[problem.code] is None and (problem.field or "").startswith(_PER_QUANT):
+        return problem.field
     return _REFUSALS[problem.code] or (problem.field if problem.field in FIELDS else None)
 
 

@@ -10,6 +10,7 @@ problems; what could be resolved is always returned.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -390,7 +391,7 @@ def _constraints(
     from kernelcfg.vllm.kernels.quantization import per_quant_keys
 
     ctx = check_context(result.target, release.version, inputs, all2all)
-    verdicts = [check(name, str(value), ctx) for name, value in named]
+    verdicts = [(None, check(name, str(value), ctx)) for name, value in named]
     keys = per_quant_keys(release.version) if per_quant else {}
     for key, value in per_quant.items():
         if key not in keys:
@@ -407,9 +408,11 @@ def _constraints(
         if value == "auto" or (ctx.scheme is not None and ctx.scheme not in keys[key]):
             continue
         verdict = check("linear_backend_per_quant", value, ctx, schemes=keys[key])
-        verdicts.append(verdict)
-    for verdict in verdicts:
+        verdicts.append((key, verdict))
+    for key, verdict in verdicts:
         problem = verdict.named_problem
+        if problem is not None and key is not None:  # the key it is for, as its field
+            problem = dataclasses.replace(problem, field=f"{problem.field}.{key}")
         if problem is not None:
             result.problems.append(problem)
 
