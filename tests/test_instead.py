@@ -13,6 +13,8 @@ from kernelcfg.commands.pipeline import Request, resolve_args
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.output import render
 
+from .cli_helpers import run
+
 ROOT = Path(__file__).resolve().parent.parent
 R1 = str(ROOT / "docs" / "examples" / "deepseek-r1")
 """DeepSeek-R1's config.json: an MoE model, FP8 block-quantised, MLA attention."""
@@ -63,7 +65,7 @@ def _refusal(result: Resolution, flag: str) -> str:
 
 
 def _offered(message: str) -> list[str]:
-    said = message.split("; runs here instead: ")[1].split(";", maxsplit=1)[0]
+    said = message.split("runs here instead: ")[1].split(";", maxsplit=1)[0]
     return [] if said == "no named value" else said.split(", ")
 
 
@@ -112,16 +114,25 @@ def test_all2all_library_missing_follows_the_install_rule() -> None:
 
 
 def test_all2all_paired_with_a_self_dispatching_moe_backend() -> None:
-    """A MoE backend that dispatches and combines itself takes no named all2all backend:
-    none is offered, and the one vLLM binds when the flag is left unset is named."""
+    """A MoE backend that dispatches and combines itself takes no named all2all backend.
+    The refusal keeps vLLM's own words; a note right after it offers no value and names
+    the one vLLM binds when the flag is left unset."""
+    from kernelcfg.base.problems import RUNS_INSTEAD
+
     rest = ["--device", "b200", "--moe-backend", "flashinfer_moe_ep_cutedsl", "-ep", "-dp", "2"]
     refused = _resolve([*rest, "--all2all-backend", "deepep_low_latency"])
     message = _refusal(refused, "--all2all-backend")
-    assert _offered(message) == []
+    assert "runs here instead" not in message  # vLLM's ValueError text, whole
+    at = refused.problems.index(next(p for p in refused.problems if p.message == message))
+    note = refused.problems[at + 1]
+    assert (note.severity, note.code, note.field) == ("info", RUNS_INSTEAD, "all2all_backend")
+    assert _offered(note.message) == []
     unset = _resolve(rest).parallel["all2all_backend"]
     assert unset != "allgather_reducescatter"  # the binding, not the default
-    assert message.endswith(f"; unset, vLLM takes {unset}")
-    assert message.count("leave --all2all-backend unset") == 1
+    assert note.message.endswith(f"; unset, vLLM takes {unset}")
+    done = run("resolve", *rest, "--all2all-backend", "deepep_low_latency", "--format", "json")
+    lines = done.stderr.splitlines()  # on stderr, the note follows its refusal
+    assert lines[lines.index(f"error: {message}") + 1] == f"note: {note.message}"
 
 
 def test_values_that_may_run_are_named_when_none_is_sure() -> None:

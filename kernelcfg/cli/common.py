@@ -234,10 +234,13 @@ def note_fallback(result: Any) -> bool:
 def print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
     if quiet:
         return
+    from kernelcfg.base.problems import RUNS_INSTEAD
+
     for problem in problems:
-        if problem["severity"] == "info":
-            continue
-        sys.stderr.write(f"{problem['severity']}: {problem['message']}\n")
+        said = problem["severity"]
+        if said == "info" and problem.get("code") != RUNS_INSTEAD:
+            continue  # notes are the table's; what runs instead follows its refusal here
+        sys.stderr.write(f"{'note' if said == 'info' else said}: {problem['message']}\n")
 
 
 _E = TypeVar("_E", bound=StrEnum)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcfg.base.problems import Problem
+from kernelcfg.engine.instead import INSTEAD
 from kernelcfg.engine.resolution import Resolution, check_context
 
 __all__ = ["CHECKS", "explicit_walk"]
@@ -58,7 +59,10 @@ def explicit_walk(result: Resolution, field: str, value: str) -> dict[str, Any]:
     status = (
         "error" if "refused" in verdicts else "depends" if "unknown" in verdicts else "selected"
     )
-    refusal = next((p for p in mine if p.severity == "error"), None)
+    refusal = next((p for p in result.problems if _SAID in p.message and p in mine), None)
+    refusal = refusal or next(
+        (p for p in result.problems if p.code == INSTEAD and _SAID in p.message), None
+    )
     return {
         "requested": value,
         "status": status,
@@ -131,12 +135,16 @@ def _first_clause(message: str) -> str:
     return message.split("; runs here instead: ", 1)[0]
 
 
+_SAID = "runs here instead: "
+"""What a refusal (or the note after one in vLLM's words) says before the values."""
+
+
 def _instead(refusal: Problem | None, field: str) -> str | None:
-    """What runs instead, as the refusal names it (with its flag, where it refuses
-    another field: the all2all backend paired with an MoE backend)."""
-    if refusal is None or "; runs here instead: " not in refusal.message:
+    """What runs instead, as the refusal (or its note) names it (with its flag, where
+    it refuses another field: the all2all backend paired with an MoE backend)."""
+    if refusal is None or _SAID not in refusal.message:
         return None
-    said = "runs here instead: " + refusal.message.split("; runs here instead: ", 1)[1]
+    said = _SAID + refusal.message.split(_SAID, 1)[1]
     if refusal.field and refusal.field != field:
         said = f"--{refusal.field.replace('_', '-')} {said}"
     return said

@@ -16,13 +16,15 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from kernelcfg.base.problems import Problem
+from kernelcfg.base.problems import RUNS_INSTEAD, Problem
 from kernelcfg.checks.constraints import FIELDS, Context, Verdict, check
 from kernelcfg.targets.presets import Target
 from kernelcfg.vllm.inputs import DEFAULT_ALL2ALL_BACKEND, Inputs
 from kernelcfg.vllm.releases import Release
 
 __all__ = [
+    "INSTEAD",
+    "VERBATIM",
     "all2all_running",
     "auto_pick",
     "judged",
@@ -43,6 +45,13 @@ _REFUSALS = {
 }
 """The problem codes that refuse an explicit backend, and the field each is about
 (``None``: the problem's own field)."""
+
+
+VERBATIM = frozenset({"all2all-conflicts-with-moe-backend", "passthrough-needs-moe-ep-backend"})
+"""The refusals worded as vLLM words them (its ``ValueError``): what runs instead follows
+them as a note of its own (code :data:`INSTEAD`), not in their text."""
+INSTEAD = RUNS_INSTEAD
+"""The code of that note."""
 
 
 def _install_problems(field: str) -> Callable[[Release, Inputs, Target, str], list[Problem]] | None:
@@ -161,6 +170,10 @@ def with_alternatives(
             tail = f"; auto picks {auto}" if auto else "; or leave it on auto"
             if field.startswith(_PER_QUANT):
                 tail = "; or leave the key out (linear_backend decides)"
+        if problem.code in VERBATIM:  # vLLM's own words stay whole; a note follows
+            flag = "--" + field.replace("_", "-")
+            out += [problem, Problem("info", INSTEAD, field, f"{flag}: {said[2:]}{tail}")]
+            continue
         message = problem.message.rstrip(".") + said + tail
         out.append(dataclasses.replace(problem, message=message))
     return out
