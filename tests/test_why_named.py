@@ -56,6 +56,10 @@ CASES = {
         ],
     ),
     "topk": ("topk", ["--device", "h100", "--sparse-indexer-topk-backend", "aiter"]),
+    "linear-ignored": (  # vLLM warns and chooses automatically: resolve exits 0
+        "linear",
+        ["--device", "cpu", "--quant-scheme", "fp8_block", "--linear-backend", "cutlass"],
+    ),
     "kernel-config": (
         "moe",
         ["--device", "h100", "--hf-config-path", R1, "--kernel-config", '{"moe_backend":"marlin"}'],
@@ -103,7 +107,9 @@ def test_a_named_value_is_walked_as_resolve_checks_it(case: str) -> None:
     else:
         assert "refused" not in verdicts
         assert checks == list(CHECKS)
-        assert data["status"] in ("selected", "depends")
+        ignored = any(p.code == "backend-falls-back" for p in resolved.problems)
+        assert (data["status"] == "ignored") == ignored == ("ignored" in verdicts)
+        assert data["status"] in ("selected", "depends", "ignored")
 
 
 def test_the_table_says_each_check_on_its_own_line() -> None:

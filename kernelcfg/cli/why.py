@@ -157,13 +157,20 @@ def _checked(key: str, picked: dict[str, Any], result: Any) -> list[str]:
         f"{picked['install']}): {flag} {picked['requested']}, named",
         "resolve checks, in order:",
     ]
-    verdicts = {"ok": "passes", "refused": "refuses it", "unknown": "cannot tell here"}
+    verdicts = {
+        "ok": "passes",
+        "refused": "refuses it",
+        "ignored": "vLLM ignores it",
+        "unknown": "cannot tell here",
+    }
     for place, check in enumerate(picked["checks"], 1):
         lines.append(
             f"  {place}. {check['check']} — {verdicts[check['verdict']]}: {check['reason']}"
         )
     if picked["status"] == "error":
         lines.append(f"vLLM refuses {flag} {picked['requested']}")
+    elif picked["status"] == "ignored":
+        lines.append(f"vLLM ignores {flag} {picked['requested']} and chooses automatically")
     elif picked["status"] == "depends":
         lines.append(f"vLLM may take {flag} {picked['requested']}: a check cannot tell here")
     else:

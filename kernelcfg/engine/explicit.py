@@ -36,9 +36,10 @@ resolution's LoRA rule)."""
 
 def explicit_walk(result: Resolution, field: str, value: str) -> dict[str, Any]:
     """``why``'s answer for a value named by flag: ``status`` (``selected`` when every
-    check passes, ``error`` at the first that refuses, ``depends`` where one cannot be
-    decided here) and ``checks``: one ``{check, verdict, reason}`` per check made, in
-    order (``ok``, ``refused``, ``unknown``), up to the first refusal."""
+    check passes, ``error`` at the first that refuses, ``ignored`` where vLLM warns and
+    chooses automatically instead, ``depends`` where a check cannot be decided here) and
+    ``checks``: one ``{check, verdict, reason}`` per check made, in order (``ok``,
+    ``refused``, ``ignored``, ``unknown``), up to the first refusal."""
     inputs = result.inputs
     assert inputs is not None  # a resolve that got as far as a kernel config
     mine = [p for p in result.problems if p.field == field or p.code in _RULES.get(field, ())]
@@ -56,9 +57,8 @@ def explicit_walk(result: Resolution, field: str, value: str) -> dict[str, Any]:
         if check["verdict"] == "refused":
             break
     verdicts = {c["verdict"] for c in walked}
-    status = (
-        "error" if "refused" in verdicts else "depends" if "unknown" in verdicts else "selected"
-    )
+    status = "error" if "refused" in verdicts else "ignored" if "ignored" in verdicts else None
+    status = status or ("depends" if "unknown" in verdicts else "selected")
     refusal = next((p for p in result.problems if _SAID in p.message and p in mine), None)
     refusal = refusal or next(
         (p for p in result.problems if p.code == INSTEAD and _SAID in p.message), None
@@ -66,9 +66,9 @@ def explicit_walk(result: Resolution, field: str, value: str) -> dict[str, Any]:
     return {
         "requested": value,
         "status": status,
-        "backend": value if status != "error" else None,
+        "backend": value if status in ("selected", "depends") else None,
         "kernel": None,
-        "value": value if status != "error" else None,
+        "value": value if status in ("selected", "depends") else None,
         "candidates": [],
         "checks": walked,
         "instead": _instead(refusal, field),
@@ -105,7 +105,7 @@ def _target(result: Resolution, field: str, value: str) -> dict[str, str]:
     all2all = str(result.parallel.get("all2all_backend") or inputs.all2all_backend)
     ctx = check_context(result.target, result.release.version, inputs, all2all)
     verdict = check(field, value, ctx)
-    said = {"runs": "ok", "cannot-run": "refused", "no-effect": "ok", "falls-back": "refused"}
+    said = {"runs": "ok", "cannot-run": "refused", "no-effect": "ok", "falls-back": "ignored"}
     if verdict.quantisation_only:
         return _check("target", "ok", verdict.reason)
     return _check("target", said.get(verdict.status, "unknown"), verdict.reason)

@@ -393,12 +393,13 @@ OUTPUTS: dict[str, dict[str, Any]] = {
                     "required": ["check", "verdict", "reason"],
                     "properties": {
                         "check": {"enum": list(CHECKS)},
-                        "verdict": {"enum": ["ok", "refused", "unknown"]},
+                        "verdict": {"enum": ["ok", "refused", "ignored", "unknown"]},
                         "reason": _STR,
                     },
                 },
             },
             "instead": _STR_OR_NULL,
+            "status": {"enum": [*_SELECTION["properties"]["status"]["enum"], "ignored"]},
         },
     ),
     "lint-env": _envelope(
