@@ -161,6 +161,9 @@ def with_alternatives(
             running, unset = all2all_running(release, target, inputs, ctx, moe_backend)
             said = _named(running, [])
             tail = f"; unset, vLLM takes {unset}"
+        elif field.startswith(_PER_QUANT):
+            said = _named(*_running(release, target, inputs, ctx, field))
+            tail = "; or leave the key out (linear_backend decides)"
         else:
             said = _named(*_running(release, target, inputs, ctx, field))
             key = "attention" if field == "attention_backend" else field
@@ -168,8 +171,6 @@ def with_alternatives(
             auto = picked.get("value") if picked.get("requested") == "auto" else None
             auto = auto or auto_pick(release, target, inputs, ctx, field, config)
             tail = f"; auto picks {auto}" if auto else "; or leave it on auto"
-            if field.startswith(_PER_QUANT):
-                tail = "; or leave the key out (linear_backend decides)"
         if problem.code in VERBATIM:  # vLLM's own words stay whole; a note follows
             flag = "--" + field.replace("_", "-")
             out += [problem, Problem("info", INSTEAD, field, f"{flag}: {said[2:]}{tail}")]
