@@ -72,13 +72,15 @@ def write_text(text: str) -> None:
 def print_rich(renderable: Any) -> None:
     """A rich renderable on stdout for people: the text in it is never read as markup,
     emoji codes or highlighting, the width is never zero (``COLUMNS=0`` is taken as
-    unset), and no line can be taken for a workflow command (:func:`guard_lines`)."""
+    unset), no line ends in the spaces rich pads it with (what the docs show is what
+    is printed, byte for byte), and no line can be taken for a workflow command
+    (:func:`guard_lines`)."""
     from rich.console import Console
 
     console = Console(markup=False, emoji=False, highlight=False, width=_width())
     with console.capture() as captured:
         console.print(renderable, crop=False)  # a no_wrap line (a hash) stays whole
-    write_text(captured.get())
+    write_text("\n".join(line.rstrip(" ") for line in captured.get().split("\n")))
 
 
 _MAX_WIDTH = 10_000
