@@ -13,6 +13,7 @@ import pytest
 from kernelcfg.base.errors import ArgumentError
 from kernelcfg.vllm.compile_cache.key import (
     CacheKey,
+    config_path,
     differences,
     directory,
     find_factors_file,
@@ -120,10 +121,19 @@ def test_one_config_field_by_its_dotted_path(tmp_path: Path) -> None:
     other = {**CONFIG, "parallel": {"tensor_parallel_size": 8, "world_size": 8}}
     a = read_factors_file(str(_write_034(tmp_path / "a")[0]))
     b = read_factors_file(str(_write_034(tmp_path / "b", config=other)[0]))
-    assert [f.what for f in differences(a, b)] == [
-        "parallel.tensor_parallel_size",
-        "parallel.world_size",
+    assert [f.what for f in differences(a, b)] == [  # vLLM's attribute names, as 0.33's
+        "parallel_config.tensor_parallel_size",
+        "parallel_config.world_size",
     ]
+
+
+def test_a_config_path_reads_either_spelling() -> None:
+    """0.34's factor tree keys a part ``parallel``; VllmConfig's attribute (and 0.33's
+    part, and resolve's JSON) is ``parallel_config``: one spelling out, both taken in."""
+    assert config_path("parallel.tensor_parallel_size") == "parallel_config.tensor_parallel_size"
+    assert config_path("parallel_config.world_size") == "parallel_config.world_size"
+    assert config_path("compilation.cudagraph_mode") == "compilation_config.cudagraph_mode"
+    assert config_path("version") == "version"  # vLLM's version: no sub-config
 
 
 def test_a_moved_install_is_one_finding(tmp_path: Path) -> None:

@@ -112,8 +112,10 @@ def test_a_changed_flag_names_another_directory(cache: tuple[Path, Path, str]) -
     assert found["reuses"] is False
     assert found["key"] != key
     moved = [d["what"] for d in found["differences"]]
-    assert "scheduler.max_num_seqs" in moved
-    assert "compilation.cudagraph_capture_sizes" in moved  # the capture sizes follow max_num_seqs
+    assert "scheduler_config.max_num_seqs" in moved
+    assert (
+        "compilation_config.cudagraph_capture_sizes" in moved
+    )  # the capture sizes follow max_num_seqs
 
 
 def test_cache_explain_reads_the_directory_against_a_launch(cache: tuple[Path, Path, str]) -> None:
@@ -126,7 +128,7 @@ def test_cache_explain_reads_the_directory_against_a_launch(cache: tuple[Path, P
     data = out.json()
     assert data["not_compared"] == ["code", "compiler"]
     assert {f["part"] for f in data["findings"]} == {"config"}
-    assert any(f["what"].startswith("compilation.") for f in data["findings"])
+    assert any(f["what"].startswith("compilation_config.") for f in data["findings"])
 
 
 def _explain(*words: str) -> tuple[int, dict[str, Any]]:
@@ -143,8 +145,8 @@ def _moved(found: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize(
     ("a", "b", "named"),
     [
-        ("-tp 4", "-tp 8", {"parallel.tensor_parallel_size", "parallel.world_size"}),
-        ("-O1", "-O3", {"compilation.cudagraph_mode"}),
+        ("-tp 4", "-tp 8", {"parallel_config.tensor_parallel_size", "parallel_config.world_size"}),
+        ("-O1", "-O3", {"compilation_config.cudagraph_mode"}),
         ("--env VLLM_USE_DEEP_GEMM=0", "", {"VLLM_USE_DEEP_GEMM"}),
     ],
 )

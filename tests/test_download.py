@@ -84,13 +84,20 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
 
 
 def _one_error(done: Run, *needles: str) -> str:
-    """The one line a failed download is, exit 2; it names every needle."""
+    """The one line a failed download is, exit 2, last on stderr after the progress
+    lines (one per file asked, :func:`_progress`); it names every needle."""
     assert done.exit_code == 2, (done.stdout, done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
+    *said, line = done.stderr.strip().splitlines()
+    assert said == _progress(done), said
+    assert not line.startswith("fetching "), line
     for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+        assert needle in line, line
+    return line
+
+
+def _progress(done: Run) -> list[str]:
+    """The progress lines on stderr (not a terminal: one plain line per file)."""
+    return [line for line in done.stderr.splitlines() if line.startswith("fetching ")]
 
 
 def test_a_public_repo_gives_its_model_facts(hub: FakeHub) -> None:
@@ -220,7 +227,7 @@ def test_fetch_prints_one_line_per_model(hub: FakeHub, tmp_path: Path) -> None:
     (path,) = done.stdout.splitlines()
     assert Path(path).is_relative_to(tmp_path / "hub")
     assert json.loads(Path(path).read_text())["architectures"] == ["DeepseekV3ForCausalLM"]
-    errors = done.stderr.splitlines()
+    errors = [line for line in done.stderr.splitlines() if line not in _progress(done)]
     assert len(errors) == 2
     assert "'nobody/nothing' is not a model repository" in errors[0]
     assert "'meta-llama/Gated' is a gated repository" in errors[1]
@@ -382,3 +389,77 @@ def test_the_stored_login_opens_a_gated_repo(hub: FakeHub, tmp_path: Path) -> No
     done = run("fetch", "meta-llama/Gated")
     assert done.exit_code == 0, done.stderr
     assert {auth for _, _, auth in hub.requests} == {f"Bearer {TOKEN}"}
+
+
+# ------------------------------------------------ progress, on stderr only
+
+
+def test_each_file_fetched_says_so_on_stderr_with_its_deadline(hub: FakeHub) -> None:
+    """Not a terminal (a pipe, a CI log): one plain line per file, as it starts, with
+    the deadline; stdout holds only the command's own output."""
+    from kernelcfg.base import bounded_http
+
+    done = run("fetch", "nvidia/Legacy-FP8")
+    assert done.exit_code == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1  # the cached config.json, nothing else
+    said = _progress(done)
+    asked = hub.asked("GET")
+    assert len(said) == len(asked) == 3  # config.json and the two files beside it
+    assert said == done.stderr.splitlines()
+    for line, path in zip(said, asked, strict=True):
+        assert line.startswith(f"fetching {path.rsplit('/', 1)[1]} of 'nvidia/Legacy-FP8' ")
+        assert f"{bounded_http.DEADLINE_SECONDS:g} s in all" in line
+        assert f"{bounded_http.CONNECT_SECONDS:g} s without an answer" in line
+
+
+def test_machine_output_never_mixes_with_progress(hub: FakeHub) -> None:
+    done = run("resolve", "--device", "h100", "--format", "json", "--download", *SERVE_R1)
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["model"]["architectures"] == ["DeepseekV3ForCausalLM"]  # JSON alone
+    assert len(_progress(done)) == len(hub.asked("GET")) >= 1
+    quiet = run(
+        "resolve",
+        "--device",
+        "h100",
+        "--quiet",
+        "--download",
+        "--",
+        "vllm",
+        "serve",
+        "nvidia/Legacy-FP8",
+    )
+    assert (quiet.stdout, quiet.stderr) == ("", "")
+
+
+def test_a_failure_comes_after_its_progress_line(hub: FakeHub) -> None:
+    done = run("fetch", "meta-llama/Gated")
+    line = _one_error(done, "is a gated repository")
+    assert _progress(done) == done.stderr.splitlines()[:-1]
+    assert len(_progress(done)) == 1
+    assert "gated" in line
+
+
+def test_on_a_terminal_a_bar_shows_and_goes(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a person's terminal a rich bar (time taken, the deadline) stands while the file
+    comes, and is cleared once it is in: no plain lines."""
+    from kernelcfg.cli import progress
+
+    shown: list[str] = []
+    monkeypatch.setattr(progress, "_on_terminal", lambda: True)
+    real = progress._Listener.__call__
+
+    def watched(self: Any, event: Any) -> None:
+        real(self, event)
+        if self.bar is not None:
+            shown.append(str(self.bar.columns[0].text_format))
+            shown.append(str(self.bar.columns[-1].text_format))
+
+    monkeypatch.setattr(progress._Listener, "__call__", watched)
+    done = run("fetch", "deepseek-ai/DeepSeek-R1")
+    assert done.exit_code == 0, done.stderr
+    from kernelcfg.base.bounded_http import DEADLINE_SECONDS
+
+    deadline = f"(gives up after {DEADLINE_SECONDS:g} s)"
+    assert shown == ["fetching config.json of deepseek-ai/DeepSeek-R1", deadline]
+    assert _progress(done) == []
+    assert len(done.stdout.splitlines()) == 1

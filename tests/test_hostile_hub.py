@@ -58,8 +58,11 @@ def _files(root: Path) -> set[str]:
 
 
 def _one_error(done: Run, *needles: str) -> str:
+    """The one error line, last on stderr, after a progress line per file asked."""
     assert done.exit_code == 2, (done.stdout, done.stderr)
-    (line,) = done.stderr.strip().splitlines()
+    *said, line = done.stderr.strip().splitlines()
+    assert all(s.startswith("fetching ") for s in said), said
+    assert not line.startswith("fetching "), line
     for needle in needles:
         assert needle in line, line
     return line

@@ -16,9 +16,14 @@ __all__ = [
     "EXIT_IOERR",
     "EXIT_OK",
     "EXIT_USAGE",
+    "RUNS_INSTEAD",
     "Problem",
     "exit_code",
 ]
+
+RUNS_INSTEAD = "runs-instead"
+"""The code of the note naming what runs instead, after a refusal worded as vLLM words
+it (a note shown on stderr right after its refusal, not among the table's notes)."""
 
 EXIT_OK = 0
 """Valid (warnings allowed unless strict)."""

@@ -49,10 +49,17 @@ def _example(name: str, value: str, version: str) -> str | None:
     return fallback
 
 
+_CONFIG_PATHS = ("kernel_config.", "kernel.")
+"""A field's dotted path, taken as the field: ``VllmConfig``'s attribute (the one
+spelling kernelcfg prints) and 0.34's factor tree's key (still accepted)."""
+
+
 def explain(text: str) -> dict[str, Any]:
     """Everything kernelcfg knows about a field (``moe_backend``) or a value of it."""
     name, _, value = text.partition("=")
     name = name.strip().lstrip("-").replace("-", "_")
+    for prefix in _CONFIG_PATHS:  # as diff and cache explain name it, or 0.34's factor tree
+        name = name.removeprefix(prefix)
     if name == attention.FIELD:
         return attention.explain(value)
     out = _field(name)

@@ -91,9 +91,7 @@ def _target_text(target: Target) -> str:
         return f"{target.device} is SM{(target.capability or '?').replace('.', '')}"
     if target.kind == "rocm":
         return f"{target.device} is {target.gfx_arch}"
-    if target.source == "fallback":
-        return f"the target is {target.kind} (no GPU detected and no --device given)"
-    return f"the target is {target.kind}"
+    return f"the target is {target.kind}"  # a fallback target is said once, in a note
 
 
 def target_label(target: Target) -> str:

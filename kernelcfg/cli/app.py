@@ -75,6 +75,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_callback(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -85,6 +86,9 @@ def main_callback(
     """kernelcfg: vLLM kernel flags, resolved before a GPU is booked."""
     del version  # handled by its eager callback
     _guard_streams()
+    from kernelcfg.cli.progress import listen  # a download says it is under way, on stderr
+
+    ctx.call_on_close(listen())
 
 
 def _guard_streams() -> None:

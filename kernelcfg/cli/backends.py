@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +13,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ReportFormat,
     ReportFormatOption,
+    note_fallback,
     print_rich,
     refuse,
     write_json,
@@ -60,6 +62,7 @@ def backends(
         )
     except KernelcfgError as exc:
         raise refuse(exc.message, exc.exit_code) from None
+    note_fallback(SimpleNamespace(target=target))  # once, not in every reason
     ctx = check_context(target, release.version, inputs)
     scheme = ctx.scheme
     verdicts = instead.matrix(release, target, inputs, ctx)

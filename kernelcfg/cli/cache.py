@@ -32,6 +32,7 @@ app.add_typer(cache_app, name="cache")
         "/mnt/shared/torch_compile_cache/9f8e7d6c5b\n\n"
         "  kernelcfg cache explain ./cache 'vllm serve ./model -tp 8' --device h100 "
         "--env-file deploy.env\n\n"
+        "  kernelcfg cache explain yesterday.json today.json\n\n"
         "Exit codes: 0 same key (every part both sides know is equal), 1 a part differs, "
         "2 unusable input."
     ),
@@ -40,8 +41,9 @@ def explain(
     sides: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Two sides, each a cache folder, a cache_key_factors.json, or a launch "
-            "(flags or a quoted `vllm serve` line); then context flags (--device, "
+            help="Two sides, each a cache folder, a cache_key_factors.json, a saved "
+            "`resolve --format json` or a --config YAML file (as diff takes them), or a "
+            "launch (flags or a quoted `vllm serve` line); then context flags (--device, "
             "--env, --env-file, --vllm-version, --hf-config-path ...) for the launches.",
             show_default=False,
         ),
@@ -54,8 +56,10 @@ def explain(
     configuration (every sub-config: -tp, -O, the model, the kernel config ...), the
     traced code (file paths and contents of the install) and the compiler (torch,
     Triton, the GPU). A launch gives the first two; a cache written by vLLM gives all
-    four. Each difference is named: the variable, the config field's dotted path, the
-    file (a moved install as one finding), or the compiler fact.
+    four; a saved `resolve --format json` gives what its compile_cache holds. Each
+    difference is named: the variable, the config field's dotted path in vLLM's own
+    names (parallel_config.tensor_parallel_size, as diff and resolve's JSON name it),
+    the file (a moved install as one finding), or the compiler fact.
     """
     from kernelcfg.base.errors import KernelcfgError
     from kernelcfg.commands import cache as cache_mod

@@ -72,13 +72,15 @@ def write_text(text: str) -> None:
 def print_rich(renderable: Any) -> None:
     """A rich renderable on stdout for people: the text in it is never read as markup,
     emoji codes or highlighting, the width is never zero (``COLUMNS=0`` is taken as
-    unset), and no line can be taken for a workflow command (:func:`guard_lines`)."""
+    unset), no line ends in the spaces rich pads it with (what the docs show is what
+    is printed, byte for byte), and no line can be taken for a workflow command
+    (:func:`guard_lines`)."""
     from rich.console import Console
 
     console = Console(markup=False, emoji=False, highlight=False, width=_width())
     with console.capture() as captured:
         console.print(renderable, crop=False)  # a no_wrap line (a hash) stays whole
-    write_text(captured.get())
+    write_text("\n".join(line.rstrip(" ") for line in captured.get().split("\n")))
 
 
 _MAX_WIDTH = 10_000
@@ -234,10 +236,13 @@ def note_fallback(result: Any) -> bool:
 def print_problems(problems: list[dict[str, Any]], quiet: bool) -> None:
     if quiet:
         return
+    from kernelcfg.base.problems import RUNS_INSTEAD
+
     for problem in problems:
-        if problem["severity"] == "info":
-            continue
-        sys.stderr.write(f"{problem['severity']}: {problem['message']}\n")
+        said = problem["severity"]
+        if said == "info" and problem.get("code") != RUNS_INSTEAD:
+            continue  # notes are the table's; what runs instead follows its refusal here
+        sys.stderr.write(f"{'note' if said == 'info' else said}: {problem['message']}\n")
 
 
 _E = TypeVar("_E", bound=StrEnum)

@@ -48,7 +48,8 @@ def fetch(
     else ~/.cache/huggingface/hub); HF_TOKEN (else the stored login) opens a gated
     repository, HF_ENDPOINT names a mirror, HF_HUB_OFFLINE=1 only looks in the cache.
     Each file has 10 s to connect and 30 s in all, and is refused past 16 MiB. Prints
-    the cached config.json of each model, one line each.
+    the cached config.json of each model, one line each. Progress goes to stderr: a bar
+    on a terminal, else (a pipe, CI) one line per file as it starts, with its deadline.
     """
     from kernelcfg.commands.fetch import fetch_all
 

@@ -172,6 +172,10 @@ def resolve(
         fail_on = FailOn.warning
     strict = fail_on is FailOn.warning
     quiet = quiet or "--quiet" in late
+    if quiet:
+        from kernelcfg.cli.progress import silence
+
+        silence()
     explain_sources = explain_sources or "--explain-sources" in late
     cells = _matrix(matrix or [])
     if batch is not None:

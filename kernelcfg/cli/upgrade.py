@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +12,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ListFormat,
     ListFormatOption,
+    note_fallback,
     print_rich,
     refuse,
     write_json,
@@ -62,6 +64,9 @@ def upgrade(
         data = upgrade_mod.report(old, new, list(flags or []))
     except KernelcfgError as exc:
         raise refuse(exc.message, exc.exit_code) from None
+    platform = data["platform"] or {}
+    if platform.get("source") == "fallback":  # said once, as resolve says it
+        note_fallback(SimpleNamespace(target=SimpleNamespace(source="fallback", note=None)))
     if fmt is ListFormat.json:
         write_json(data)
     else:

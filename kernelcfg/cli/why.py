@@ -12,6 +12,7 @@ from kernelcfg.cli.common import (
     VLLM_FLAGS_PASS_THROUGH,
     ListFormat,
     ListFormatOption,
+    note_fallback,
     print_problems,
     refuse,
     write_json,
@@ -34,11 +35,12 @@ _NEEDS = {
     "attention": "the model (a local folder, --hf-config-path, a hub id with --download, or "
     "--architecture) or an attention flag",
     "moe_backend": "an MoE model's config.json (a local folder, --hf-config-path, or a hub id "
-    "with --download) and --moe-backend left on auto",
+    "with --download) and --moe-backend left on auto (or a value for it)",
     "linear_backend": "the model's quantisation (--quant-scheme, --quantization, or its "
-    "config.json) and --linear-backend left on auto",
+    "config.json) and --linear-backend left on auto (or a value for it)",
     "sparse_indexer_topk_backend": "a model with a sparse indexer (index_topk in its "
-    "config.json) and --sparse-indexer-topk-backend left on auto",
+    "config.json) and --sparse-indexer-topk-backend left on auto (or a value for "
+    "it)",
 }
 
 _VERDICTS = {
@@ -57,7 +59,8 @@ error, or a warning naming the installs that refuse), per ``selection`` key."""
         "  kernelcfg why attention --device rtx-pro-6000 --hf-config-path ./gpt-oss-20b\n\n"
         "  kernelcfg why moe_backend --device h100 --hf-config-path ./DeepSeek-R1 -tp 8\n\n"
         "  kernelcfg why linear_backend --device h100 --quant-scheme fp8_block\n\n"
-        "  kernelcfg why topk --device b200 --hf-config-path ./DeepSeek-V3.2 -tp 8"
+        "  kernelcfg why topk --device b200 --hf-config-path ./DeepSeek-V3.2 -tp 8\n\n"
+        "  kernelcfg why moe --device h100 --hf-config-path ./DeepSeek-R1 --moe-backend deep_gemm"
     ),
 )
 def why(
@@ -83,6 +86,12 @@ def why(
     differently. Exit 1 when vLLM finds nothing (it would raise while loading the model)
     under the install named (--install), or, with none named, under every install; where
     only some installs refuse, a warning names them and those that run (exit 0).
+
+    A value named by flag (--moe-backend, --linear-backend,
+    --sparse-indexer-topk-backend, or in --kernel-config) is walked through the checks
+    resolve makes of it, in order (the flag, vLLM's start-up rules, the target, the
+    install, the model), one line each, to the first that refuses it, and what runs
+    instead; exit 1 where one refuses it, as resolve.
     """
     from kernelcfg.commands import pipeline
     from kernelcfg.flags import model_config
@@ -93,13 +102,23 @@ def why(
     result = pipeline.resolve_args(list(flags or []))
     if isinstance(result, pipeline.Failure):
         raise refuse(result.problem.message, result.problem.exit_code)
+    note_fallback(result)
     print_problems(  # what was wrong with the model's files, as resolve says it
         [p.as_dict() for p in result.problems if p.code in model_config.CODES], quiet=False
     )
     picked = result.selection.get(key)
+    named = _named_value(result, key) if picked is None else None
+    if named is not None:
+        from kernelcfg.engine.explicit import explicit_walk
+
+        picked = explicit_walk(result, key, named)
     if picked is None:
         raise refuse(f"why {key}: nothing to walk; give {_NEEDS[key]}", 2)
-    code, said = _verdict(key, picked, result)
+    said: list[str] = []
+    if named is not None:
+        code = 1 if picked["status"] == "error" else 0
+    else:
+        code, said = _verdict(key, picked, result)
     if fmt is ListFormat.json:
         write_json(
             {
@@ -110,9 +129,55 @@ def why(
             }
         )
         raise typer.Exit(code)
-    lines = [*_words(key, picked, result), *said]
+    walk = _checked if named is not None else _words
+    lines = [*walk(key, picked, result), *said]
     write_text("\n".join(one_line(line) for line in lines) + "\n")
     raise typer.Exit(code)
+
+
+def _named_value(result: Any, key: str) -> str | None:
+    """The value of a backend field named by flag or --kernel-config (``None`` on
+    ``auto``; attention's explicit value is walked by its selector)."""
+    if key == "attention" or result.inputs is None:
+        return None
+    config = result.kernel_config or {}
+    inputs = result.inputs
+    value = config.get(key) or getattr(inputs, key, "auto")
+    if value in (None, "auto"):
+        value = inputs.kernel_config.get(key)
+    return None if value in (None, "auto") else str(value)
+
+
+def _checked(key: str, picked: dict[str, Any], result: Any) -> list[str]:
+    """A value named by flag, as lines: each check resolve makes, in order, to the first
+    that refuses it, then the verdict (and what runs instead)."""
+    flag = f"--{key.replace('_', '-')}"
+    lines = [
+        f"{key} on {result.target.device} (vLLM {result.release.version}, --install "
+        f"{picked['install']}): {flag} {picked['requested']}, named",
+        "resolve checks, in order:",
+    ]
+    verdicts = {
+        "ok": "passes",
+        "refused": "refuses it",
+        "ignored": "vLLM ignores it",
+        "unknown": "cannot tell here",
+    }
+    for place, check in enumerate(picked["checks"], 1):
+        lines.append(
+            f"  {place}. {check['check']} — {verdicts[check['verdict']]}: {check['reason']}"
+        )
+    if picked["status"] == "error":
+        lines.append(f"vLLM refuses {flag} {picked['requested']}")
+    elif picked["status"] == "ignored":
+        lines.append(f"vLLM ignores {flag} {picked['requested']} and chooses automatically")
+    elif picked["status"] == "depends":
+        lines.append(f"vLLM may take {flag} {picked['requested']}: a check cannot tell here")
+    else:
+        lines.append(f"vLLM takes {flag} {picked['requested']}")
+    if picked.get("instead"):
+        lines.append(picked["instead"][0].upper() + picked["instead"][1:])
+    return lines
 
 
 def _verdict(key: str, picked: dict[str, Any], result: Any) -> tuple[int, list[str]]:

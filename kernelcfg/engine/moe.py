@@ -347,8 +347,9 @@ def all2all_problems(
 ) -> list[Problem]:
     """The all2all backend's library, missing from the install: vLLM builds the expert-
     parallel group's all2all manager for an MoE model whenever data parallel is above 1,
-    and the manager asserts its library at start-up. A warning naming the installs that
-    have it (another install may)."""
+    and the manager asserts its library at start-up. Judged by the install rule (an
+    error under the install judged, named or default), naming the installs that have
+    it."""
     if inputs.data_parallel_size <= 1 or inputs.hf_config is None:
         return []
     from kernelcfg.vllm.kernels.moe.layer import moe_model_features
@@ -365,13 +366,14 @@ def all2all_problems(
     if moe_model_features(inputs.hf_config) is None:
         return []  # a dense model builds no expert-parallel group
     having = [i for i in INSTALLS if library in installs.get(i, ())]
+    severity, refusing = inputs.refused_under(having)
     return [
         Problem(
-            "warning",
+            severity,
             "all2all-library-missing",
             "all2all_backend",
-            f"--all2all-backend {all2all} with data parallel: vLLM stops at start-up with "
-            f"--install {inputs.install} ({library} is not installed)"
+            f"--all2all-backend {all2all} with data parallel: vLLM stops at start-up "
+            f"{refusing} ({library} is not installed)"
             + (f"; with --install {' or '.join(having)} it is" if having else ""),
         )
     ]

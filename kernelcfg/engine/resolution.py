@@ -10,6 +10,7 @@ problems; what could be resolved is always returned.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -390,7 +391,7 @@ def _constraints(
     from kernelcfg.vllm.kernels.quantization import per_quant_keys
 
     ctx = check_context(result.target, release.version, inputs, all2all)
-    verdicts = [check(name, str(value), ctx) for name, value in named]
+    verdicts = [(None, check(name, str(value), ctx)) for name, value in named]
     keys = per_quant_keys(release.version) if per_quant else {}
     for key, value in per_quant.items():
         if key not in keys:
@@ -407,9 +408,11 @@ def _constraints(
         if value == "auto" or (ctx.scheme is not None and ctx.scheme not in keys[key]):
             continue
         verdict = check("linear_backend_per_quant", value, ctx, schemes=keys[key])
-        verdicts.append(verdict)
-    for verdict in verdicts:
+        verdicts.append((key, verdict))
+    for key, verdict in verdicts:
         problem = verdict.named_problem
+        if problem is not None and key is not None:  # the key it is for, as its field
+            problem = dataclasses.replace(problem, field=f"{problem.field}.{key}")
         if problem is not None:
             result.problems.append(problem)
 
@@ -504,7 +507,7 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     if config is not None:
         _constraints(release, inputs, config, ctx.all2all_backend, result)
     _selections(inputs, config, result, ctx.all2all_backend)
-    _alternatives(inputs, result, ctx.all2all_backend)
+    _alternatives(inputs, result, ctx.all2all_backend, config)
     _summary(inputs, comp, result, ctx.all2all_backend, all2all)
     if config is None:
         return result
@@ -523,7 +526,9 @@ def resolve(inputs: Inputs, target: Target, release: Release) -> Resolution:
     return result
 
 
-def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
+def _alternatives(
+    inputs: Inputs, result: Resolution, all2all: str, config: dict[str, Any] | None
+) -> None:
     """Each refusal of an explicit backend names what runs here instead."""
     if not any(p.severity == "error" for p in result.problems):
         return  # no refusal: the catalogue is not read (a resolve reads its release alone)
@@ -533,7 +538,7 @@ def _alternatives(inputs: Inputs, result: Resolution, all2all: str) -> None:
         return
     ctx = check_context(result.target, result.release.version, inputs, all2all)
     result.problems = instead.with_alternatives(
-        result.release, result.target, inputs, ctx, result.problems, result.selection
+        result.release, inputs, ctx, result.problems, result.selection, config
     )
 
 

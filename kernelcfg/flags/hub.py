@@ -17,13 +17,15 @@ written: each request is bounded (:mod:`kernelcfg.base.bounded_http`), the commi
 names must be a commit hash and the blob's name a content hash, and every path written
 must resolve inside the cache folder; otherwise nothing is written and the answer is
 refused. Every failure is one :class:`ArgumentError` line naming the model and what to
-do (exit 2).
+do (exit 2). Each file's start and end are told to whoever listens
+(:mod:`kernelcfg.base.progress`: the CLI's progress on stderr).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from kernelcfg.base import bounded, bounded_http
+from kernelcfg.base import bounded, bounded_http, progress
 from kernelcfg.base.answers import Answers
 from kernelcfg.base.errors import ArgumentError, KernelcfgError
 from kernelcfg.flags.hf_paths import hf_home
@@ -258,6 +260,15 @@ def _download(
     """One file of ``model`` at revision ``asked`` (``revision``: as the user named
     it); ``None`` when the repository lacks it."""
     url = f"{hub.endpoint}/{model}/resolve/{quote(asked, safe='')}/{name}"
+    said = progress.Fetching(
+        model,
+        name,
+        hub.said,
+        bounded_http.CONNECT_SECONDS,
+        bounded_http.DEADLINE_SECONDS,
+        "start",
+    )
+    progress.report(said)
     try:
         answer = bounded_http.get(url, headers={"User-Agent": _AGENT}, credential=hub.credential)
     except bounded_http.HttpFailure as exc:
@@ -265,6 +276,8 @@ def _download(
             f"cannot download {name} of {bounded.shown(model)} from {hub.said} "
             f"({bounded.cut(str(exc), 200)}): check the network, proxy or HF_ENDPOINT"
         ) from None
+    finally:
+        progress.report(dataclasses.replace(said, state="end"))
     if answer.status != 200:
         refusal = _refusal(answer, hub, model, name, revision)
         if refusal is None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcfg.engine.explicit import CHECKS
+
 __all__ = ["OUTPUTS", "output_schema"]
 
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -382,6 +384,22 @@ OUTPUTS: dict[str, dict[str, Any]] = {
                 ]
             },
             "platform": _PLATFORM,
+            "checks": {
+                "description": "A value named by flag: resolve's checks, in order, to the "
+                "first that refuses it",
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["check", "verdict", "reason"],
+                    "properties": {
+                        "check": {"enum": list(CHECKS)},
+                        "verdict": {"enum": ["ok", "refused", "ignored", "unknown"]},
+                        "reason": _STR,
+                    },
+                },
+            },
+            "instead": _STR_OR_NULL,
+            "status": {"enum": [*_SELECTION["properties"]["status"]["enum"], "ignored"]},
         },
     ),
     "lint-env": _envelope(

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from kernelcfg.base.bounded import cut, one_line
+from kernelcfg.base.problems import RUNS_INSTEAD
 from kernelcfg.commands.pipeline import Failure
 from kernelcfg.engine.resolution import Resolution
 from kernelcfg.output.render import all_sources, as_data
@@ -76,7 +77,9 @@ def table(result: Resolution | Failure, *, strict: bool = False, walk: bool = Fa
         parts.append(_HashLine("kernel-config hash ", data["hash"]))
     parts += _selection_lines(data, walk=walk)
     parts += _compile_cache_lines(data.get("compile_cache"))
-    notes = [p for p in data["problems"] if p["severity"] == "info"]
+    notes = [  # what runs instead after a refusal in vLLM's words: on stderr, after it
+        p for p in data["problems"] if p["severity"] == "info" and p["code"] != RUNS_INSTEAD
+    ]
     for problem in notes:
         parts.append(plain(f"note: {problem['message']}", style="dim"))
     return Group(*parts)

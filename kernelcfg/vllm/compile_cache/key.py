@@ -23,6 +23,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from kernelcfg.base import bounded
@@ -34,6 +35,7 @@ __all__ = [
     "PARTS",
     "CacheKey",
     "Finding",
+    "config_path",
     "differences",
     "directory",
     "find_factors_file",
@@ -299,9 +301,41 @@ def _shown(value: Any) -> str:
     return bounded.cut(repr(value), 80)
 
 
+@cache
+def _attributes() -> dict[str, str]:
+    """``VllmConfig``'s attribute name of each key of its ``compile_factors()`` tree
+    (``parallel``: ``parallel_config``), from the newest release that keys it so."""
+    from kernelcfg.vllm import releases
+
+    for version in reversed(releases.known_versions()):
+        data = releases.release_data("compile-config", version)
+        if data is not None and data.get("scheme") == "compile_factors":
+            return {p["key"]: p["attribute"] for p in data["parts"] if p.get("attribute")}
+    return {}
+
+
+def config_path(path: str) -> str:
+    """A dotted config path in vLLM's own names, as every kernelcfg command says it:
+    ``VllmConfig``'s attribute first (``parallel_config.tensor_parallel_size``), also
+    where 0.34's factor tree keys the part ``parallel``. A path given either way comes
+    back in the attribute's spelling (the tree's is still accepted where one is typed)."""
+    head, dot, rest = path.partition(".")
+    names = _attributes()
+    if head in names.values():
+        return path
+    return names.get(head, head) + dot + rest
+
+
+def _by_attribute(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """A 0.34 factor tree with each part under ``VllmConfig``'s attribute name."""
+    return {config_path(str(key)): value for key, value in tree.items()}
+
+
 def _config_findings(a: CacheKey, b: CacheKey) -> list[Finding]:
     if a.config_factors is not None and b.config_factors is not None:
-        return _dict_findings("config", a.config_factors, b.config_factors)
+        return _dict_findings(
+            "config", _by_attribute(a.config_factors), _by_attribute(b.config_factors)
+        )
     both = [name for name in a.config_known if name in b.config_known]
     if both:
         return _dict_findings(
