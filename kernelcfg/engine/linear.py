@@ -179,7 +179,12 @@ def _works(
 
 def _where(found: Any, target: Target, inputs: Inputs, install: str) -> Any:
     """The target under one install, with the engine's environment."""
-    return found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env)
+    from kernelcfg.vllm.kernels.words import on_host
+
+    return on_host(
+        found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env),
+        target.host_features,
+    )
 
 
 def _runs(found: Any, kinds: list[str], value: str, where: Any) -> bool:

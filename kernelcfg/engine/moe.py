@@ -198,8 +198,16 @@ def _wheres(found: MoeModel, target: Target, inputs: Inputs) -> dict[str, Where]
 
     return {
         install: dataclasses.replace(
-            kernel_words.where(
-                found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
+            kernel_words.on_host(
+                kernel_words.where(
+                    found.data,
+                    target.kind,
+                    target.capability,
+                    target.gfx_arch,
+                    install,
+                    inputs.env,
+                ),
+                target.host_features,
             ),
             device_name=target.device,
         )

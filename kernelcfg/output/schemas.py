@@ -34,6 +34,17 @@ _PLATFORM = {
         "capability": _STR_OR_NULL,
         "gfx_arch": _STR_OR_NULL,
         "source": {"enum": ["flag", "preset", "environment", "detected", "fallback"]},
+        "cpu": {
+            "type": ["object", "null"],
+            "description": "A CPU target's host features (null: not known, or no CPU)",
+            "required": ["arch", "features", "macos", "source"],
+            "properties": {
+                "arch": _STR,
+                "features": {"type": "array", "items": _STR},
+                "macos": {"type": "boolean"},
+                "source": {"enum": ["flag", "preset", "environment", "detected"]},
+            },
+        },
     },
 }
 _HASH = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}

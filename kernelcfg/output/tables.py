@@ -231,7 +231,7 @@ def _headline(data: dict[str, Any]) -> Any:
     if data.get("vllm_version_source"):
         head.append(f" ({_SOURCE_WORDS[data['vllm_version_source']]})")
     if platform:
-        extra = platform.get("capability") or platform.get("gfx_arch") or ""
+        extra = platform.get("capability") or platform.get("gfx_arch") or _host(platform)
         head.append(
             plain(
                 f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
@@ -243,6 +243,17 @@ def _headline(data: dict[str, Any]) -> Any:
         style="green" if data["valid"] else "red bold",
     )
     return _Headline(head, verdict)
+
+
+def _host(platform: dict[str, Any]) -> str:
+    """A CPU target's host features, as ``--cpu-features`` takes them (``x86_64 amx
+    avx512``), or that they are not known."""
+    if platform.get("kind") != "cpu":
+        return ""
+    host = platform.get("cpu")
+    if not host:
+        return "features not known"
+    return " ".join([host["arch"], *host["features"], *(["macos"] if host["macos"] else [])])
 
 
 class _Headline:
