@@ -22,6 +22,7 @@ _REFUSALS = {
     "backend-cannot-run": None,
     "moe-backend-needs-install": "moe_backend",
     "linear-backend-needs-install": "linear_backend",
+    "linear-backend-raises": "linear_backend",
     "attention-needs-install": "attention_backend",
     "attention-backend-refused": "attention_backend",
 }

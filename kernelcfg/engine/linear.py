@@ -9,6 +9,7 @@ differently, the pick depends on the layer and says so, layer by layer.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kernelcfg.base.answers import LARGE, Answers
@@ -118,6 +119,12 @@ def _select(
         "scheme": scheme,
         "layers": {kind: pick.kernel or "error" for kind, pick in chosen.items()},
     }
+    own = found.data["scheme_layers"].get(scheme, ())
+    if not any(kind in own for kind in kinds):
+        data["experts_only"] = (
+            f"the checkpoint's {scheme} quantises its MoE experts only; vLLM builds its "
+            f"linear layers as {', '.join(kinds)}"
+        )
     outcomes = {
         install: "/".join(dict.fromkeys(p.kernel or "error" for p in by_kind.values()))
         for install, by_kind in picks.items()
@@ -160,7 +167,47 @@ def explicit_problems(
     kinds = (_layer_kinds(found, scheme, inputs) if scheme else []) or list(found.data["layers"])
     key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
     works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
+    raises = _raises(found, kinds, value, target, inputs, works) if scheme else None
+    if raises is not None:
+        return [raises]
     return inputs.named_backend_problems("linear_backend", value, target.device, works)
+
+
+def _raises(
+    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs, works: tuple[str, ...]
+) -> Problem | None:
+    """vLLM's load-time refusal of ``--linear-backend value`` for the model's layers: it
+    narrows a layer's kernel list to the value's kernels wherever the list has one
+    (``_filter_kernels_by_backend``: by kernel, not by scheme) and raises when none of
+    them can implement the layer, instead of falling back to auto. Only where no switch
+    of the environment (``VLLM_ROCM_USE_AITER`` ...) would let one implement it: the
+    catalogue warns of those."""
+    from kernelcfg.vllm.kernels.glosses import gloss
+
+    where = _where(found, target, inputs, inputs.install)
+    switched = dataclasses.replace(where, env=dict.fromkeys(where.env, True))
+    for kind in kinds:
+        pick = found.pick_named(kind, where, value)
+        if pick is None or pick.status != "error":
+            continue
+        still = found.pick_named(kind, switched, value)
+        if still.status != "error":
+            continue  # a switch of the deployment's environment lets one run: warned of
+        listed = found.data["selectors"][found.data["layers"][kind]["selector"]]["list"]
+        error = found.data["no_kernel_error"][listed]["error"]
+        # the reasons that hold whatever the environment switches (AITER's on or off)
+        reasons = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in still.trials)
+        _, refusing = inputs.refused_under(works)
+        return Problem(
+            "error",
+            "linear-backend-raises",
+            "linear_backend",
+            f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
+            f"model {refusing}: it walks only {value}'s kernels for the {kind} layers and "
+            f"none can implement them ({error} Reasons: {reasons})"
+            + (f"; with --install {' or '.join(works)} one can" if works else ""),
+        )
+    return None
 
 
 _WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(4096, text=LARGE)

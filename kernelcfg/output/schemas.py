@@ -149,6 +149,15 @@ _RESOLVE: dict[str, Any] = {
                 "linear_backend": {
                     **_SELECTION,
                     "required": [*_SELECTION["required"], "scheme", "layers"],
+                    "properties": {
+                        **_SELECTION["properties"],
+                        "experts_only": {
+                            "type": "string",
+                            "description": "Present where the checkpoint's scheme covers "
+                            "its MoE experts only (gpt-oss MXFP4): what the linear layers "
+                            "are instead",
+                        },
+                    },
                 },
                 "sparse_indexer_topk_backend": {
                     **_SELECTION,

@@ -151,7 +151,10 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     if kernel:
         said = kernel["kernel"] or kernel["status"]
         value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
-        lines.append(_unwrapped("linear layers ", f"{kernel['scheme']}: {said}{value}"))
+        label = ", ".join(kernel["layers"]) if kernel.get("experts_only") else kernel["scheme"]
+        lines.append(_unwrapped("linear layers ", f"{label}: {said}{value}"))
+        if kernel.get("experts_only"):
+            lines.append(plain(f"  {kernel['experts_only']}", style="dim"))
         if kernel["status"] == "depends":
             lines += [plain(f"  {kind}: {found}") for kind, found in kernel["layers"].items()]
         for install, outcome in (kernel.get("by_install") or {}).items():
