@@ -61,13 +61,16 @@ def test_gpt_oss_linear_layers_are_labelled_by_their_kind(tmp_path: Path, versio
 
 def _raises_for(version: str, device_kind: str, layer_kind: str, value: str) -> bool:
     """Whether the release's linear data walks only ``value``'s kernels for the layer
-    kind and none passes, even with every environment switch on (from the data)."""
+    kind and none passes, with the default environment, every switch on and every
+    switch off (from the data)."""
     found = linear_model(version)
     assert found is not None
     where = found.where(device_kind, "9.0" if device_kind == "cuda" else None, "gfx942", "all", {})
-    switched = dataclasses.replace(where, env=dict.fromkeys(where.env, True))
-    pick = found.pick_named(layer_kind, switched, value)
-    return pick is not None and pick.status == "error"
+    envs = [where] + [
+        dataclasses.replace(where, env=dict.fromkeys(where.env, b)) for b in (True, False)
+    ]
+    picks = [found.pick_named(layer_kind, w, value) for w in envs]
+    return all(p is not None and p.status == "error" for p in picks)
 
 
 @pytest.mark.parametrize("version", RELEASES)

@@ -179,35 +179,57 @@ def _raises(
     """vLLM's load-time refusal of ``--linear-backend value`` for the model's layers: it
     narrows a layer's kernel list to the value's kernels wherever the list has one
     (``_filter_kernels_by_backend``: by kernel, not by scheme) and raises when none of
-    them can implement the layer, instead of falling back to auto. Only where no switch
-    of the environment (``VLLM_ROCM_USE_AITER`` ...) would let one implement it: the
-    catalogue warns of those."""
+    them can implement the layer, instead of falling back to auto. Only where that holds
+    whatever is not known here: a switch of the environment (``VLLM_ROCM_USE_AITER``
+    ...: the catalogue warns of those), the activation dtype (float16 or bfloat16), and,
+    without the checkpoint's own layer kinds, which kind of the scheme it is (every kind
+    must raise)."""
     from kernelcfg.vllm.kernels.glosses import gloss
 
     where = _where(found, target, inputs, inputs.install)
-    switched = dataclasses.replace(where, env=dict.fromkeys(where.env, True))
-    for kind in kinds:
-        pick = found.pick_named(kind, where, value)
-        if pick is None or pick.status != "error":
-            continue
-        still = found.pick_named(kind, switched, value)
-        if still.status != "error":
-            continue  # a switch of the deployment's environment lets one run: warned of
-        listed = found.data["selectors"][found.data["layers"][kind]["selector"]]["list"]
-        error = found.data["no_kernel_error"][listed]["error"]
-        # the reasons that hold whatever the environment switches (AITER's on or off)
-        reasons = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in still.trials)
-        _, refusing = inputs.refused_under(works)
-        return Problem(
-            "error",
-            "linear-backend-raises",
-            "linear_backend",
-            f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
-            f"model {refusing}: it walks only {value}'s kernels for the {kind} layers and "
-            f"none can implement them ({error} Reasons: {reasons})"
-            + (f"; with --install {' or '.join(works)} one can" if works else ""),
-        )
-    return None
+    envs = (
+        where,
+        dataclasses.replace(where, env=dict.fromkeys(where.env, True)),
+        dataclasses.replace(where, env=dict.fromkeys(where.env, False)),
+    )
+    raising = [(k, p) for k in kinds if (p := _raising(found, k, value, envs)) is not None]
+    from_checkpoint = bool(inputs.linear_kinds)
+    if not raising or (not from_checkpoint and len(raising) < len(kinds)):
+        return None
+    kind, (here, switched) = raising[0]
+    listed = found.data["selectors"][found.data["layers"][kind]["selector"]]["list"]
+    error = found.data["no_kernel_error"][listed]["error"]
+    reasons = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in here.trials)
+    if switched.trials != here.trials:
+        said = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in switched.trials)
+        reasons += f" (with every switch on: {said})"
+    _, refusing = inputs.refused_under(works)
+    return Problem(
+        "error",
+        "linear-backend-raises",
+        "linear_backend",
+        f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
+        f"model {refusing}: it walks only {value}'s kernels for the {kind} layers and "
+        f"none can implement them ({error} Reasons: {reasons})"
+        + (f"; with --install {' or '.join(works)} one can" if works else ""),
+    )
+
+
+def _raising(found: Any, kind: str, value: str, envs: tuple[Any, ...]) -> Any:
+    """The walks narrowed to ``value``'s kernels for one layer kind under the engine's
+    environment and with every switch on, where it finds none under each environment
+    (``envs``: the engine's, every switch on, every switch off) and with either
+    activation dtype; else ``None``."""
+    picks = [found.pick_named(kind, where, value) for where in envs]
+    if any(p is None or p.status != "error" for p in picks):
+        return None
+    if found.data["layers"][kind].get("act_type") in ("bf16", "fp16"):
+        for dtype in ("bf16", "fp16"):
+            for where in envs:
+                other = found.pick_named(kind, where, value, {"act_type": dtype})
+                if other is not None and other.status != "error":
+                    return None
+    return picks[0], picks[1]
 
 
 _WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(4096, text=LARGE)

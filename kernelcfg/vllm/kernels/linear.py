@@ -125,12 +125,19 @@ class LinearModel:
         a few hundred at most: a batch asks the same question line after line)."""
         return self._picks.get((layer_kind, where.key), lambda: self._pick(layer_kind, where))
 
-    def pick_named(self, layer_kind: str, where: Where, backend: str) -> Pick | None:
+    def pick_named(
+        self,
+        layer_kind: str,
+        where: Where,
+        backend: str,
+        features: Mapping[str, Any] | None = None,
+    ) -> Pick | None:
         """What vLLM takes for one layer kind on ``where`` with ``--linear-backend
         backend``: the walk over the list narrowed to that backend's kernels; ``None``
         where the list has none of them (vLLM warns and walks the whole list, as on
-        auto)."""
-        layer = self.data["layers"][layer_kind]
+        auto). ``features``: layer features to read in place of the kind's own (the
+        activation dtype of a float16 model, say)."""
+        layer = {**self.data["layers"][layer_kind], **(features or {})}
         chooser = self.data["selectors"][layer["selector"]]
         if "dispatch" in chooser:
             return None
