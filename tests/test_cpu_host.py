@@ -237,3 +237,26 @@ def test_start_up_layout_follows_the_host(tmp_path: Path, version: str) -> None:
         assert key["env_factors"] is not None
         has = (PRESETS[device].host_features or {})["avx512_bf16"]
         assert (key["env_factors"].get(name) == write["value"]) is has, device
+
+
+@pytest.mark.parametrize("version", ["0.30.0", "0.33.0", "0.34.0"])
+def test_zentorch_runs_inside_the_portable_classes(tmp_path: Path, version: str) -> None:
+    """On vLLM's Zen platform the portable experts class calls zentorch's fused MoE and
+    the CPU GEMM dispatch zentorch's linear op (the release data's ``runs``): said."""
+    model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
+    moe_runs = _experts(version)["CPUUnquantizedExperts"]["runs"][0]["kernel"]
+    linear = releases.data_file(f"linear-{version}.json")["selectors"]["unquantized"]
+    linear_runs = linear["dispatch_runs"]["cpu"][0]["kernel"]
+    argv = ["--vllm-version", version, "--", "vllm", "serve", model]
+    zen = _resolve("--device", "epyc-genoa", "--install", "all", *argv)["selection"]
+    assert (zen["moe_backend"]["kernel"], zen["moe_backend"]["runs"]) == (
+        "CPUUnquantizedExperts",
+        moe_runs,
+    )
+    assert zen["linear_backend"]["runs"] == linear_runs
+    for device, install in (("epyc-genoa", "pip"), ("xeon-spr", "all")):
+        plain = _resolve("--device", device, "--install", install, *argv)["selection"]
+        assert "runs" not in plain["moe_backend"]
+        assert "runs" not in plain["linear_backend"]
+    table = run("resolve", "--device", "epyc-genoa", "--install", "all", *argv).stdout
+    assert f"running {moe_runs}" in table

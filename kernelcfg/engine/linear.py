@@ -119,6 +119,8 @@ def _select(
         "scheme": scheme,
         "layers": {kind: pick.kernel or "error" for kind, pick in chosen.items()},
     }
+    if agree and first.runs is not None:
+        data["runs"] = first.runs
     own = found.data["scheme_layers"].get(scheme, ())
     if not any(kind in own for kind in kinds):
         data["experts_only"] = (
@@ -156,8 +158,10 @@ def explicit_problems(
     """A ``--linear-backend`` value whose kernels cannot run on the target under the
     install (a library they need is not there) while under another install one can: an
     error when the install was named, else a warning naming the installs that refuse.
-    The layer kinds walked are the scheme's where it is known, else every kind (for
-    some checkpoint, one may run); the device itself is judged by the catalogue."""
+    Where no install runs it and vLLM walks the value's kernels alone for the model's
+    layers, vLLM's load-time refusal (:func:`_raises`). The layer kinds walked are the
+    scheme's where it is known, else every kind (for some checkpoint, one may run); the
+    device itself is judged by the catalogue otherwise."""
     from kernelcfg.vllm.kernels.linear import model
 
     found = model(release.version)
@@ -167,14 +171,16 @@ def explicit_problems(
     kinds = (_layer_kinds(found, scheme, inputs) if scheme else []) or list(found.data["layers"])
     key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
     works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
-    raises = _raises(found, kinds, value, target, inputs, works) if scheme else None
+    if works:  # another install runs it: a library this one lacks (said below)
+        return inputs.named_backend_problems("linear_backend", value, target.device, works)
+    raises = _raises(found, kinds, value, target, inputs) if scheme else None
     if raises is not None:
         return [raises]
     return inputs.named_backend_problems("linear_backend", value, target.device, works)
 
 
 def _raises(
-    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs, works: tuple[str, ...]
+    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs
 ) -> Problem | None:
     """vLLM's load-time refusal of ``--linear-backend value`` for the model's layers: it
     narrows a layer's kernel list to the value's kernels wherever the list has one
@@ -203,15 +209,13 @@ def _raises(
     if switched.trials != here.trials:
         said = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in switched.trials)
         reasons += f" (with every switch on: {said})"
-    _, refusing = inputs.refused_under(works)
     return Problem(
         "error",
         "linear-backend-raises",
         "linear_backend",
         f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
-        f"model {refusing}: it walks only {value}'s kernels for the {kind} layers and "
-        f"none can implement them ({error} Reasons: {reasons})"
-        + (f"; with --install {' or '.join(works)} one can" if works else ""),
+        f"model under every install: it walks only {value}'s kernels for the {kind} layers "
+        f"and none can implement them ({error} Reasons: {reasons})",
     )
 
 

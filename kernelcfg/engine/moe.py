@@ -312,6 +312,9 @@ def _select(
         "moved": [{"backend": b, "reason": r} for b, r in first.moved],
         "dropped": [{"backend": b, "reason": r} for b, r in first.dropped],
     }
+    runs = _runs_inside(found, data["kernel"], layer, wheres[inputs.install])
+    if runs is not None:
+        data["runs"] = runs
     if len(variants) > 1:
         data["by_variant"] = {v: _outcome(p) for v, p in chosen.items()}
     outcomes = {
@@ -322,6 +325,20 @@ def _select(
         data["by_install"] = outcomes
     message = data["message"] if agree else first.message or first.load_error
     return data, _problem(picks, inputs, target, message)
+
+
+def _runs_inside(
+    found: MoeModel, kernel: str | None, layer: Mapping[str, Any], where: Where
+) -> str | None:
+    """The kernel an experts class runs in place of its own where the release's data
+    says so (``runs``: CPUUnquantizedExperts calls zentorch's fused MoE on vLLM's Zen
+    platform); ``None`` otherwise."""
+    from kernelcfg.vllm.kernels.words import holds
+
+    for entry in found.data["experts"].get(kernel or "", {}).get("runs", ()):
+        if holds(entry["when"], where, layer):
+            return str(entry["kernel"])
+    return None
 
 
 def _problem(

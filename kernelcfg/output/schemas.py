@@ -144,6 +144,11 @@ _RESOLVE: dict[str, Any] = {
                         "moved": {"type": "array"},
                         "dropped": {"type": "array"},
                         "by_variant": {"type": "object", "additionalProperties": _STR},
+                        "runs": {
+                            "type": "string",
+                            "description": "Present where the experts class runs another "
+                            "kernel in its place (zentorch_fused_moe on vLLM's Zen platform)",
+                        },
                     },
                 },
                 "linear_backend": {
@@ -151,6 +156,11 @@ _RESOLVE: dict[str, Any] = {
                     "required": [*_SELECTION["required"], "scheme", "layers"],
                     "properties": {
                         **_SELECTION["properties"],
+                        "runs": {
+                            "type": "string",
+                            "description": "Present where the kernel vLLM dispatches to runs "
+                            "another in its place (zentorch_linear_unary on its Zen platform)",
+                        },
                         "experts_only": {
                             "type": "string",
                             "description": "Present where the checkpoint's scheme covers "

@@ -150,6 +150,7 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     kernel = (data.get("selection") or {}).get("linear_backend")
     if kernel:
         said = kernel["kernel"] or kernel["status"]
+        said += f" (running {kernel['runs']})" if kernel.get("runs") else ""
         value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
         label = ", ".join(kernel["layers"]) if kernel.get("experts_only") else kernel["scheme"]
         lines.append(_unwrapped("linear layers ", f"{label}: {said}{value}"))
@@ -201,7 +202,8 @@ def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
     if not picked:
         return []
     said = picked["backend"] or picked["status"]
-    kernel = f" ({picked['kernel']})" if picked["kernel"] else ""
+    inside = f", running {picked['runs']}" if picked.get("runs") else ""
+    kernel = f" ({picked['kernel']}{inside})" if picked["kernel"] else ""
     value = f" (--moe-backend {picked['value']})" if picked["value"] else ""
     what = picked.get("variant") or picked.get("checkpoint") or ""
     lines: list[Any] = [_unwrapped("MoE layers ", f"{what}: {said}{kernel}{value}".lstrip(": "))]

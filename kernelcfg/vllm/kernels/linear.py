@@ -41,6 +41,10 @@ class Pick:
     """The ``--linear-backend`` values that name the kernel."""
     message: str | None = None
     """vLLM's error, where it raises one of its own (a forced kernel it cannot use)."""
+    runs: str | None = None
+    """The kernel a dispatched one runs in its place, where the data says so
+    (``dispatch_runs``: ``cpu_unquantized_gemm`` calls zentorch's linear op on vLLM's
+    Zen platform)."""
 
 
 class LinearModel:
@@ -155,7 +159,15 @@ class LinearModel:
         layer = self.data["layers"][layer_kind]
         chooser = self.data["selectors"][layer["selector"]]
         if "dispatch" in chooser:
-            return Pick("selected", chooser["dispatch"][where.kind], (), ())
+            runs = next(
+                (
+                    str(entry["kernel"])
+                    for entry in chooser.get("dispatch_runs", {}).get(where.kind, ())
+                    if holds(entry["when"], where, layer)
+                ),
+                None,
+            )
+            return Pick("selected", chooser["dispatch"][where.kind], (), (), runs=runs)
         candidates = self._candidates(chooser, where)
         if chooser["list"] == "nvfp4" and layer.get("a16"):
             forced = self._forced(where, layer, candidates)
