@@ -260,3 +260,16 @@ def test_zentorch_runs_inside_the_portable_classes(tmp_path: Path, version: str)
         assert "runs" not in plain["linear_backend"]
     table = run("resolve", "--device", "epyc-genoa", "--install", "all", *argv).stdout
     assert f"running {moe_runs}" in table
+
+
+def test_a_batch_line_and_a_matrix_state_the_cpu() -> None:
+    line = json.dumps({"id": "arm", "argv": ["--device", "cpu"], "cpu_features": "aarch64"})
+    done = run("resolve", "--batch", "-", stdin=line + "\n")
+    (found,) = [json.loads(t) for t in done.stdout.splitlines()]
+    assert found["platform"]["cpu"]["arch"] == "aarch64"
+    matrix = run(
+        "resolve", "--batch", "-", "--device", "cpu", "--matrix", "cpu_features=x86_64 amx,ppc64le",
+        stdin='["--vllm-version", "0.33.0"]\n',
+    )  # fmt: skip
+    arches = [json.loads(t)["platform"]["cpu"]["arch"] for t in matrix.stdout.splitlines()]
+    assert arches == ["x86_64", "ppc64le"]

@@ -129,7 +129,7 @@ def resolve(
             "--matrix",
             help="With --batch: resolve every line for each value, e.g. --matrix "
             "device=h100,b200 --matrix vllm_version=0.33,0.34 (repeatable; keys: device, "
-            "platform, capability, gfx_arch, vllm_version, quant_scheme, install).",
+            "platform, capability, gfx_arch, cpu_features, vllm_version, quant_scheme, install).",
             show_default=False,
         ),
     ] = None,
