@@ -273,3 +273,16 @@ def test_a_batch_line_and_a_matrix_state_the_cpu() -> None:
     )  # fmt: skip
     arches = [json.loads(t)["platform"]["cpu"]["arch"] for t in matrix.stdout.splitlines()]
     assert arches == ["x86_64", "ppc64le"]
+
+
+def test_unknown_host_says_what_other_hosts_pick(tmp_path: Path) -> None:
+    """The generic ``cpu`` target does not state its host: the MoE pick is the release
+    data's assumed host's (x86 with AMX), and the picks of other hosts are named."""
+    model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
+    argv = ["--vllm-version", "0.33.0", "--", "vllm", "serve", model]
+    generic = _resolve("--device", "cpu", *argv)["selection"]["moe_backend"]
+    stated = _resolve("--device", "cpu", "--cpu-features", "x86_64 avx512 avx512_bf16", *argv)
+    kernel = stated["selection"]["moe_backend"]["kernel"]
+    assert kernel != generic["kernel"]
+    assert kernel in generic["by_host"]["x86_64 without AMX"]
+    assert "by_host" not in stated["selection"]["moe_backend"]

@@ -312,6 +312,10 @@ def _select(
         "moved": [{"backend": b, "reason": r} for b, r in first.moved],
         "dropped": [{"backend": b, "reason": r} for b, r in first.dropped],
     }
+    if target.kind == "cpu" and target.cpu is None and agree:
+        others = _other_hosts(found, variants[0], layer, wheres[inputs.install], first)
+        if others:
+            data["by_host"] = others
     runs = _runs_inside(found, data["kernel"], layer, wheres[inputs.install])
     if runs is not None:
         data["runs"] = runs
@@ -325,6 +329,32 @@ def _select(
         data["by_install"] = outcomes
     message = data["message"] if agree else first.message or first.load_error
     return data, _problem(picks, inputs, target, message)
+
+
+_OTHER_HOSTS = {
+    "x86_64 without AMX": "x86_64 avx512 avx512_bf16",
+    "aarch64": "aarch64",
+    "ppc64le": "ppc64le",
+}
+"""Hosts a CPU target whose features are not stated may be, beside the one the release
+data assumes (x86_64 with AMX tiles), as ``--cpu-features`` states them."""
+
+
+def _other_hosts(
+    found: MoeModel, variant: str, layer: Mapping[str, Any], where: Where, first: Pick
+) -> dict[str, str]:
+    """The picks on the other hosts a CPU target of unknown features may be, where they
+    differ from the assumed host's (an AMD EPYC has no AMX: vLLM passes over the AMX
+    experts)."""
+    from kernelcfg.targets.cpu import parse
+    from kernelcfg.vllm.kernels.words import on_host
+
+    mine = _outcome(first)
+    found_elsewhere = {
+        name: _outcome(found.pick(variant, layer, on_host(where, parse(text).words)))
+        for name, text in _OTHER_HOSTS.items()
+    }
+    return {name: said for name, said in found_elsewhere.items() if said != mine}
 
 
 def _runs_inside(

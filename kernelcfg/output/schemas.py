@@ -144,6 +144,13 @@ _RESOLVE: dict[str, Any] = {
                         "moved": {"type": "array"},
                         "dropped": {"type": "array"},
                         "by_variant": {"type": "object", "additionalProperties": _STR},
+                        "by_host": {
+                            "type": "object",
+                            "additionalProperties": _STR,
+                            "description": "A CPU target whose features are not stated: "
+                            "the picks on other hosts where they differ from the assumed "
+                            "one's (x86_64 with AMX tiles)",
+                        },
                         "runs": {
                             "type": "string",
                             "description": "Present where the experts class runs another "

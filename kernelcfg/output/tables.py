@@ -223,6 +223,8 @@ def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
             )
     for install, outcome in (picked.get("by_install") or {}).items():
         lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
+    for host, outcome in (picked.get("by_host") or {}).items():
+        lines.append(plain(f"  on another host ({host}): {outcome}", style="dim"))
     return lines
 
 
