@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kernelcfg.targets import cpu
-from kernelcfg.targets.presets import PRESETS
+from kernelcfg.targets.presets import PRESETS, Target, with_cpu_features
 from kernelcfg.vllm import releases
 
 from .cli_helpers import run
@@ -286,3 +286,16 @@ def test_unknown_host_says_what_other_hosts_pick(tmp_path: Path) -> None:
     assert kernel != generic["kernel"]
     assert kernel in generic["by_host"]["x86_64 without AMX"]
     assert "by_host" not in stated["selection"]["moe_backend"]
+
+
+def test_the_variable_wins_over_this_machine() -> None:
+    """First to last: the flag, a CPU preset, KERNELCFG_CPU_FEATURES, this machine."""
+    here = Target("cpu", "cpu", source="fallback", cpu=cpu.from_cpuinfo(GENOA, "x86_64"))
+    env = {"KERNELCFG_CPU_FEATURES": "ppc64le"}
+    found = with_cpu_features(here, None, env).cpu
+    assert found is not None
+    assert (found.arch, found.source) == ("ppc64le", "environment")
+    assert with_cpu_features(PRESETS["xeon-spr"], None, env) == PRESETS["xeon-spr"]
+    flagged = with_cpu_features(PRESETS["xeon-spr"], "aarch64", env).cpu
+    assert flagged is not None
+    assert (flagged.arch, flagged.source) == ("aarch64", "flag")

@@ -306,8 +306,8 @@ CPU_VARIABLE = "KERNELCFG_CPU_FEATURES"
 def with_cpu_features(
     target: Target, given: str | None, env: Mapping[str, str] | None = None
 ) -> Target:
-    """``target`` with the host features ``--cpu-features`` (``given``) states, else its
-    own (a CPU preset's, this machine's), else ``KERNELCFG_CPU_FEATURES``' in ``env``."""
+    """``target`` with the host features ``--cpu-features`` (``given``) states, else a
+    CPU preset's, else ``KERNELCFG_CPU_FEATURES``' in ``env``, else this machine's."""
     env = env or {}
     if given is not None:
         if target.kind != "cpu":
@@ -317,7 +317,8 @@ def with_cpu_features(
             )
         return replace(target, cpu=_parsed(given, "--cpu-features", "flag"))
     stated = env.get(CPU_VARIABLE)
-    if target.kind != "cpu" or target.cpu is not None or not stated:
+    preset = target.cpu is not None and target.cpu.source != "detected"
+    if target.kind != "cpu" or preset or not stated:
         return target
     return replace(target, cpu=_parsed(stated, f"{CPU_VARIABLE} in the environment", "environment"))
 
