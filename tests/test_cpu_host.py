@@ -299,3 +299,19 @@ def test_the_variable_wins_over_this_machine() -> None:
     flagged = with_cpu_features(PRESETS["xeon-spr"], "aarch64", env).cpu
     assert flagged is not None
     assert (flagged.arch, flagged.source) == ("aarch64", "flag")
+
+
+def test_amx_mla_asked_on_a_host_without_amx_is_ignored(tmp_path: Path) -> None:
+    """vLLM takes CPU_MLA for an AMX_MLA asked on a host without AMX tiles (no log: both
+    are its MLA backends): the value is ignored, never honoured."""
+    model = _model(tmp_path, "r1", R1)
+    order = releases.data_file("selector-0.33.0.json")["platforms"]["cpu"]["host"]["mla"]
+    amx = order[0]["backend"]
+    argv = ["--vllm-version", "0.33.0", "--attention-backend", amx]
+    for device in ("xeon-spr", "epyc-genoa"):
+        words = PRESETS[device].host_features or {}
+        expected = next(s["backend"] for s in order if all(words[n] for n in s["needs"]))
+        data = _resolve("--device", device, *argv, "--", "vllm", "serve", model)
+        assert data["selection"]["attention"]["backend"] == expected
+        ignored = [p for p in data["problems"] if p["code"] == "attention-backend-ignored"]
+        assert bool(ignored) is (expected != amx), device

@@ -93,7 +93,11 @@ def _cpu_mla(
         pick = Selection(asked, "depends", None, (), text)
     else:
         found = next(s for s in order if all(host.get(n, False) for n in s.get("needs", ())))
-        pick = Selection(asked, "selected", str(found["backend"]), ())
+        backend = str(found["backend"])
+        if requested is not None and requested != backend:
+            # AMX_MLA asked on a host without AMX: vLLM takes CPU_MLA, saying nothing
+            return Selection(asked, "ignored", backend, ())
+        pick = Selection(asked, "selected", backend, ())
     return _ignored(asked, requested, pick, takes)
 
 
