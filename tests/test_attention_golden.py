@@ -39,6 +39,13 @@ SELECTOR = selector("0.33.0")
 FEATURES = {f["id"]: f for f in DATA["meta"]["features"]}
 INSTALL = {"wheel": "pip", "docker": "image", "extras": "all"}
 """The golden worlds as kernelcfg's installs (CPU's host-ISA worlds are all ``pip``)."""
+HOSTS = {
+    "wheel": "xeon-spr",
+    "wheel-avx512": "epyc-genoa",
+    "wheel-noavx512": "graviton4",
+}
+"""The CPU target's golden worlds (host ISAs: AVX-512 and AMX; AVX-512 without AMX; an
+Arm64 host without either) as kernelcfg's CPU presets."""
 CASES = [(v, t) for v in RELEASES for t in golden(v, "attention-picks")["meta"]["targets"]]
 """Every (release, golden target)."""
 
@@ -80,7 +87,8 @@ def _features(version: str, feature: str) -> Features:
 
 def _select(version: str, target: str, feature: str, backend: str | None, world: str) -> Selection:
     model = _selector(version)
-    where = platform_of(model, _target(version, target), INSTALL.get(world, "pip"), {})
+    found = PRESETS[HOSTS[world]] if target == "cpu" else _target(version, target)
+    where = platform_of(model, found, INSTALL.get(world, "pip"), {})
     return model.select(backend, _features(version, feature), where)
 
 
@@ -135,8 +143,6 @@ def test_auto_pick_is_vllms(version: str, target: str) -> None:
         for world, outcome_id in by_world.items():
             outcome = data["auto"]["outcomes"][outcome_id]
             mine = _select(version, target, feature, None, world)
-            if target == "cpu" and mine.status == "depends":
-                continue  # the host's ISA (AMX, AVX-512) decides; kernelcfg says so
             expected = outcome["backend"] if outcome["status"] == "selected" else "error"
             got = mine.backend if mine.status == "selected" else mine.status
             if got != expected:

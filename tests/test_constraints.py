@@ -263,20 +263,26 @@ def test_backends_and_explain_commands() -> None:
     assert "did you mean 'flashinfer_trtllm'" in bad.stderr
 
 
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
 @pytest.mark.parametrize("device", ["h100", "b200", "rtx-pro-6000"])
-def test_deep_gemm_mega_moe_without_a_quantisation_is_no_error_in_0_34(device: str) -> None:
-    """vLLM 0.34.0's Muse-Spark MegaMoE path (BF16/NVFP4) checks neither the GPU nor
-    expert parallelism: with the quantisation unknown, vLLM does not certainly refuse."""
+def test_deep_gemm_mega_moe_without_a_quantisation_is_no_error(device: str, version: str) -> None:
+    """vLLM's Muse-Spark MegaMoE path (BF16/NVFP4) checks neither the GPU nor expert
+    parallelism (0.33.0 and 0.34.0 alike): with the model unknown, vLLM does not certainly
+    refuse. It warns nowhere: a model whose code does not implement the value is refused
+    at load (no MoE oracle maps the name)."""
     verdict = constraints.check(
-        "moe_backend", "deep_gemm_mega_moe", constraints.Context(PRESETS[device], "0.34.0")
+        "moe_backend", "deep_gemm_mega_moe", constraints.Context(PRESETS[device], version)
     )
     assert verdict.status != "cannot-run", verdict.reason
-    older = constraints.check(
-        "moe_backend", "deep_gemm_mega_moe", constraints.Context(PRESETS["h100"], "0.33.0")
-    )
-    assert older.status == "falls-back", older.reason  # 0.33.0 only warns off its models
+    assert "only warns" not in verdict.reason
     listed = constraints.Context(
-        PRESETS["h100"], "0.33.0", architectures=("DeepseekV4ForCausalLM",)
+        PRESETS["h100"], version, "mxfp4", architectures=("DeepseekV4ForCausalLM",)
     )
-    older = constraints.check("moe_backend", "deep_gemm_mega_moe", listed)
-    assert older.status == "cannot-run", older.reason
+    assert constraints.check("moe_backend", "deep_gemm_mega_moe", listed).status == "cannot-run"
+    other = constraints.Context(
+        PRESETS["b200"], version, architectures=("Qwen3MoeForCausalLM",), expert_parallel=True
+    )
+    refused = constraints.check("moe_backend", "deep_gemm_mega_moe", other)
+    assert refused.status == "cannot-run", refused.reason
+    rule = releases.data_file("constraints.json")["fields"]["moe_backend"]["values"]
+    assert rule["deep_gemm_mega_moe"]["unlisted_refusal"] in refused.reason

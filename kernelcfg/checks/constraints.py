@@ -185,19 +185,6 @@ class _Walk:
             and any(s not in served for s in SCHEMES)
         )
 
-    @property
-    def unlisted_warns(self) -> bool:
-        """The value is for some architectures only, and vLLM merely warns for any other
-        (``unlisted: warns``) on the value's platforms, while the model may be one of
-        those others."""
-        archs = self.rule.get("architectures") or ()
-        on_platform = self.ctx.target.kind in self.rule.get("platforms", ())
-        return (
-            on_platform
-            and self.rule.get("unlisted") == "warns"
-            and (self.ctx.architectures is None or not set(self.ctx.architectures) & set(archs))
-        )
-
     def run(self) -> None:
         candidates = self.candidates()
         if not self.scheme_certain and self.ctx.possible is None and self.served:
@@ -275,12 +262,6 @@ class _Walk:
         reason = why_not(self.value, self.served, failures)
         if self.linear and all(o.platform for _, o in failures):
             return self._make("falls-back", f"{reason}: vLLM warns and chooses automatically")
-        if self.unlisted_warns:
-            return self._make(
-                "falls-back",
-                f"{reason}; vLLM {self.ctx.version} only warns for a model whose code does not "
-                f"implement '{self.value}' ({', '.join(self.rule['architectures'])} do)",
-            )
         if self.others_fall_back or (
             self.linear and not self.scheme_certain and any(o.platform for _, o in failures)
         ):

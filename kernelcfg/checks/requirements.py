@@ -205,7 +205,11 @@ def _model_failure(
     if ctx.architectures is None:
         unknowns.append(f"the model's architecture ({', '.join(archs)} only)")
     elif not set(ctx.architectures) & set(archs):
-        return f"'{value}' is for {', '.join(archs)}; the model is {', '.join(ctx.architectures)}"
+        refusal = rule.get("unlisted_refusal")
+        return (
+            f"'{value}' is for {', '.join(archs)}; the model is {', '.join(ctx.architectures)}"
+            + (f"; {refusal}" if refusal else "")
+        )
     return None
 
 

@@ -43,6 +43,10 @@ The target and context, among the flags:
   --platform KIND        cuda, rocm, xpu, cpu or tpu
   --capability X.Y       CUDA compute capability (9.0)
   --gfx-arch gfxNNN      ROCm architecture (gfx942)
+  --cpu-features LIST    a CPU target's architecture and features
+                         (x86_64,amx,avx512,avx512_bf16,amd; or
+                         KERNELCFG_CPU_FEATURES); CPU presets: xeon-spr,
+                         epyc-genoa, graviton4, ...
   --vllm-version X       release to resolve for (0.34, 0.34.0, v0.34.0;
                          or KERNELCFG_VLLM_VERSION); default the vLLM
                          installed here, else the newest known
@@ -125,7 +129,7 @@ def resolve(
             "--matrix",
             help="With --batch: resolve every line for each value, e.g. --matrix "
             "device=h100,b200 --matrix vllm_version=0.33,0.34 (repeatable; keys: device, "
-            "platform, capability, gfx_arch, vllm_version, quant_scheme, install).",
+            "platform, capability, gfx_arch, cpu_features, vllm_version, quant_scheme, install).",
             show_default=False,
         ),
     ] = None,

@@ -77,6 +77,7 @@ def _started(result: Resolution, engine: dict[str, str]) -> tuple[dict[str, str]
         platform=result.target.kind,
         quantized=inputs is not None and inputs.quantization is not None,
         breakable_auto=mode.startswith("breakable CUDA graphs ("),
+        host=result.target.host_features,
     )
     found = writes(result.release.version, engine, launch)
     return {**engine, **found.written}, found.unknown

@@ -16,7 +16,7 @@ from kernelcfg.base.errors import ArgumentError, KernelcfgError
 from kernelcfg.base.problems import EXIT_BUG, EXIT_USAGE, Problem
 from kernelcfg.engine.resolution import Resolution, resolve
 from kernelcfg.flags import argv as argv_mod
-from kernelcfg.targets.presets import Target, ci_needs_target, resolve_target
+from kernelcfg.targets.presets import Target, ci_needs_target, resolve_target, with_cpu_features
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.inputs import DEFAULT_INSTALLS, Inputs
 
@@ -132,7 +132,7 @@ def prepare(
     inputs.sources["vllm_version"] = chosen.source
     inputs.notes[:0] = release_notes(chosen)
     named = any((line.device, line.platform, line.capability, line.gfx_arch))
-    target = _target(line if named else req, environ)
+    target = _target(line if named else req, environ, cpu=line.cpu_features or req.cpu_features)
     if target.source == "fallback":
         refusal = ci_needs_target(req.command, environ)
         if refusal is not None:
@@ -223,9 +223,11 @@ def _target(
     environ: Mapping[str, str],
     *,
     allow_detection: bool = True,
+    cpu: str | None = None,
 ) -> Target:
-    """The target named by a request's or a line's target options."""
-    return resolve_target(
+    """The target named by a request's or a line's target options (``cpu``: the
+    ``--cpu-features`` that apply, where not ``named``'s own)."""
+    found = resolve_target(
         device=named.device,
         kind=named.platform,
         capability=named.capability,
@@ -233,6 +235,7 @@ def _target(
         environ=environ,
         allow_detection=allow_detection,
     )
+    return with_cpu_features(found, cpu or named.cpu_features, environ)
 
 
 INPUT_ERRORS = (OSError, UnicodeError, RecursionError, OverflowError)
@@ -339,6 +342,7 @@ LINE_CONTEXT = {
     "platform": "--platform",
     "capability": "--capability",
     "gfx_arch": "--gfx-arch",
+    "cpu_features": "--cpu-features",
     "vllm_version": "--vllm-version",
     "quant_scheme": "--quant-scheme",
     "install": "--install",
@@ -536,7 +540,7 @@ def batch_words(
             yield Line(line_id, number, failed, cell)
 
 
-_TARGET_KEYS = ("device", "platform", "capability", "gfx_arch")
+_TARGET_KEYS = ("device", "platform", "capability", "gfx_arch", "cpu_features")
 
 
 def _matrix_options(cell: Mapping[str, str]) -> frozenset[str]:

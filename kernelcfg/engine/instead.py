@@ -37,6 +37,7 @@ _REFUSALS = {
     "backend-cannot-run": None,
     "moe-backend-needs-install": "moe_backend",
     "linear-backend-needs-install": "linear_backend",
+    "linear-backend-raises": "linear_backend",
     "attention-needs-install": "attention_backend",
     "attention-backend-refused": "attention_backend",
     "all2all-conflicts-with-moe-backend": "all2all_backend",

@@ -9,6 +9,7 @@ differently, the pick depends on the layer and says so, layer by layer.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kernelcfg.base.answers import LARGE, Answers
@@ -118,6 +119,14 @@ def _select(
         "scheme": scheme,
         "layers": {kind: pick.kernel or "error" for kind, pick in chosen.items()},
     }
+    if agree and first.runs is not None:
+        data["runs"] = first.runs
+    own = found.data["scheme_layers"].get(scheme, ())
+    if not any(kind in own for kind in kinds):
+        data["experts_only"] = (
+            f"the checkpoint's {scheme} quantises its MoE experts only; vLLM builds its "
+            f"linear layers as {', '.join(kinds)}"
+        )
     outcomes = {
         install: "/".join(dict.fromkeys(p.kernel or "error" for p in by_kind.values()))
         for install, by_kind in picks.items()
@@ -149,8 +158,10 @@ def explicit_problems(
     """A ``--linear-backend`` value whose kernels cannot run on the target under the
     install (a library they need is not there) while under another install one can: an
     error when the install was named, else a warning naming the installs that refuse.
-    The layer kinds walked are the scheme's where it is known, else every kind (for
-    some checkpoint, one may run); the device itself is judged by the catalogue."""
+    Where no install runs it and vLLM walks the value's kernels alone for the model's
+    layers, vLLM's load-time refusal (:func:`_raises`). The layer kinds walked are the
+    scheme's where it is known, else every kind (for some checkpoint, one may run); the
+    device itself is judged by the catalogue otherwise."""
     from kernelcfg.vllm.kernels.linear import model
 
     found = model(release.version)
@@ -160,7 +171,69 @@ def explicit_problems(
     kinds = (_layer_kinds(found, scheme, inputs) if scheme else []) or list(found.data["layers"])
     key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
     works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
+    if works:  # another install runs it: a library this one lacks (said below)
+        return inputs.named_backend_problems("linear_backend", value, target.device, works)
+    raises = _raises(found, kinds, value, target, inputs) if scheme else None
+    if raises is not None:
+        return [raises]
     return inputs.named_backend_problems("linear_backend", value, target.device, works)
+
+
+def _raises(
+    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs
+) -> Problem | None:
+    """vLLM's load-time refusal of ``--linear-backend value`` for the model's layers: it
+    narrows a layer's kernel list to the value's kernels wherever the list has one
+    (``_filter_kernels_by_backend``: by kernel, not by scheme) and raises when none of
+    them can implement the layer, instead of falling back to auto. Only where that holds
+    whatever is not known here: a switch of the environment (``VLLM_ROCM_USE_AITER``
+    ...: the catalogue warns of those), the activation dtype (float16 or bfloat16), and,
+    without the checkpoint's own layer kinds, which kind of the scheme it is (every kind
+    must raise)."""
+    from kernelcfg.vllm.kernels.glosses import gloss
+
+    where = _where(found, target, inputs, inputs.install)
+    envs = (
+        where,
+        dataclasses.replace(where, env=dict.fromkeys(where.env, True)),
+        dataclasses.replace(where, env=dict.fromkeys(where.env, False)),
+    )
+    raising = [(k, p) for k in kinds if (p := _raising(found, k, value, envs)) is not None]
+    from_checkpoint = bool(inputs.linear_kinds)
+    if not raising or (not from_checkpoint and len(raising) < len(kinds)):
+        return None
+    kind, (here, switched) = raising[0]
+    listed = found.data["selectors"][found.data["layers"][kind]["selector"]]["list"]
+    error = found.data["no_kernel_error"][listed]["error"]
+    reasons = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in here.trials)
+    if switched.trials != here.trials:
+        said = "; ".join(f"{n}: {gloss(r, where)}" for n, _, r in switched.trials)
+        reasons += f" (with every switch on: {said})"
+    return Problem(
+        "error",
+        "linear-backend-raises",
+        "linear_backend",
+        f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
+        f"model under every install: it walks only {value}'s kernels for the {kind} layers "
+        f"and none can implement them ({error} Reasons: {reasons})",
+    )
+
+
+def _raising(found: Any, kind: str, value: str, envs: tuple[Any, ...]) -> Any:
+    """The walks narrowed to ``value``'s kernels for one layer kind under the engine's
+    environment and with every switch on, where it finds none under each environment
+    (``envs``: the engine's, every switch on, every switch off) and with either
+    activation dtype; else ``None``."""
+    picks = [found.pick_named(kind, where, value) for where in envs]
+    if any(p is None or p.status != "error" for p in picks):
+        return None
+    if found.data["layers"][kind].get("act_type") in ("bf16", "fp16"):
+        for dtype in ("bf16", "fp16"):
+            for where in envs:
+                other = found.pick_named(kind, where, value, {"act_type": dtype})
+                if other is not None and other.status != "error":
+                    return None
+    return picks[0], picks[1]
 
 
 _WORKS: Answers[tuple[Any, ...], tuple[str, ...]] = Answers(4096, text=LARGE)
@@ -179,7 +252,12 @@ def _works(
 
 def _where(found: Any, target: Target, inputs: Inputs, install: str) -> Any:
     """The target under one install, with the engine's environment."""
-    return found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env)
+    from kernelcfg.vllm.kernels.words import on_host
+
+    return on_host(
+        found.where(target.kind, target.capability, target.gfx_arch, install, inputs.env),
+        target.host_features,
+    )
 
 
 def _runs(found: Any, kinds: list[str], value: str, where: Any) -> bool:

@@ -198,8 +198,16 @@ def _wheres(found: MoeModel, target: Target, inputs: Inputs) -> dict[str, Where]
 
     return {
         install: dataclasses.replace(
-            kernel_words.where(
-                found.data, target.kind, target.capability, target.gfx_arch, install, inputs.env
+            kernel_words.on_host(
+                kernel_words.where(
+                    found.data,
+                    target.kind,
+                    target.capability,
+                    target.gfx_arch,
+                    install,
+                    inputs.env,
+                ),
+                target.host_features,
             ),
             device_name=target.device,
         )
@@ -304,6 +312,13 @@ def _select(
         "moved": [{"backend": b, "reason": r} for b, r in first.moved],
         "dropped": [{"backend": b, "reason": r} for b, r in first.dropped],
     }
+    if target.kind == "cpu" and target.cpu is None and agree:
+        others = _other_hosts(found, variants[0], layer, wheres[inputs.install], first)
+        if others:
+            data["by_host"] = others
+    runs = _runs_inside(found, data["kernel"], layer, wheres[inputs.install])
+    if runs is not None:
+        data["runs"] = runs
     if len(variants) > 1:
         data["by_variant"] = {v: _outcome(p) for v, p in chosen.items()}
     outcomes = {
@@ -314,6 +329,46 @@ def _select(
         data["by_install"] = outcomes
     message = data["message"] if agree else first.message or first.load_error
     return data, _problem(picks, inputs, target, message)
+
+
+_OTHER_HOSTS = {
+    "x86_64 without AMX": "x86_64 avx512 avx512_bf16",
+    "aarch64": "aarch64",
+    "ppc64le": "ppc64le",
+}
+"""Hosts a CPU target whose features are not stated may be, beside the one the release
+data assumes (x86_64 with AMX tiles), as ``--cpu-features`` states them."""
+
+
+def _other_hosts(
+    found: MoeModel, variant: str, layer: Mapping[str, Any], where: Where, first: Pick
+) -> dict[str, str]:
+    """The picks on the other hosts a CPU target of unknown features may be, where they
+    differ from the assumed host's (an AMD EPYC has no AMX: vLLM passes over the AMX
+    experts)."""
+    from kernelcfg.targets.cpu import parse
+    from kernelcfg.vllm.kernels.words import on_host
+
+    mine = _outcome(first)
+    found_elsewhere = {
+        name: _outcome(found.pick(variant, layer, on_host(where, parse(text).words)))
+        for name, text in _OTHER_HOSTS.items()
+    }
+    return {name: said for name, said in found_elsewhere.items() if said != mine}
+
+
+def _runs_inside(
+    found: MoeModel, kernel: str | None, layer: Mapping[str, Any], where: Where
+) -> str | None:
+    """The kernel an experts class runs in place of its own where the release's data
+    says so (``runs``: CPUUnquantizedExperts calls zentorch's fused MoE on vLLM's Zen
+    platform); ``None`` otherwise."""
+    from kernelcfg.vllm.kernels.words import holds
+
+    for entry in found.data["experts"].get(kernel or "", {}).get("runs", ()):
+        if holds(entry["when"], where, layer):
+            return str(entry["kernel"])
+    return None
 
 
 def _problem(

@@ -443,7 +443,17 @@ def _selections(
     if config.get("linear_backend", "auto") != "auto":
         from kernelcfg.engine.linear import explicit_problems as linear_problems
 
-        result.problems += linear_problems(release, inputs, target, config["linear_backend"])
+        found = linear_problems(release, inputs, target, config["linear_backend"])
+        if any(p.code == "linear-backend-raises" for p in found):
+            # the walk says why vLLM raises: the catalogue's word on it (falls back, or
+            # refused for the scheme) is replaced, not repeated
+            result.problems = [
+                p
+                for p in result.problems
+                if p.field != "linear_backend"
+                or p.code not in ("backend-falls-back", "backend-cannot-run")
+            ]
+        result.problems += found
     _moe_selection(inputs, config, result, all2all)
 
 

@@ -45,6 +45,8 @@ class TargetOptions:
     """``--capability``: CUDA compute capability."""
     gfx_arch: str | None = None
     """``--gfx-arch``: ROCm architecture."""
+    cpu_features: str | None = None
+    """``--cpu-features``: a CPU target's architecture and host features."""
     vllm_version: str | None = None
     """``--vllm-version``; default ``KERNELCFG_VLLM_VERSION``, the installed vLLM, the newest."""
     architectures: list[str] = field(default_factory=list)
@@ -79,6 +81,7 @@ CONTEXT_OPTIONS = {
     "--platform": "platform",
     "--capability": "capability",
     "--gfx-arch": "gfx_arch",
+    "--cpu-features": "cpu_features",
     "--vllm-version": "vllm_version",
     "--architecture": "architectures",
     "--env": "env",

@@ -36,6 +36,17 @@ _PLATFORM = {
         "capability": _STR_OR_NULL,
         "gfx_arch": _STR_OR_NULL,
         "source": {"enum": ["flag", "preset", "environment", "detected", "fallback"]},
+        "cpu": {
+            "type": ["object", "null"],
+            "description": "A CPU target's host features (null: not known, or no CPU)",
+            "required": ["arch", "features", "macos", "source"],
+            "properties": {
+                "arch": _STR,
+                "features": {"type": "array", "items": _STR},
+                "macos": {"type": "boolean"},
+                "source": {"enum": ["flag", "preset", "environment", "detected"]},
+            },
+        },
     },
 }
 _HASH = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}
@@ -135,11 +146,37 @@ _RESOLVE: dict[str, Any] = {
                         "moved": {"type": "array"},
                         "dropped": {"type": "array"},
                         "by_variant": {"type": "object", "additionalProperties": _STR},
+                        "by_host": {
+                            "type": "object",
+                            "additionalProperties": _STR,
+                            "description": "A CPU target whose features are not stated: "
+                            "the picks on other hosts where they differ from the assumed "
+                            "one's (x86_64 with AMX tiles)",
+                        },
+                        "runs": {
+                            "type": "string",
+                            "description": "Present where the experts class runs another "
+                            "kernel in its place (zentorch_fused_moe on vLLM's Zen platform)",
+                        },
                     },
                 },
                 "linear_backend": {
                     **_SELECTION,
                     "required": [*_SELECTION["required"], "scheme", "layers"],
+                    "properties": {
+                        **_SELECTION["properties"],
+                        "runs": {
+                            "type": "string",
+                            "description": "Present where the kernel vLLM dispatches to runs "
+                            "another in its place (zentorch_linear_unary on its Zen platform)",
+                        },
+                        "experts_only": {
+                            "type": "string",
+                            "description": "Present where the checkpoint's scheme covers "
+                            "its MoE experts only (gpt-oss MXFP4): what the linear layers "
+                            "are instead",
+                        },
+                    },
                 },
                 "sparse_indexer_topk_backend": {
                     **_SELECTION,

@@ -153,8 +153,12 @@ def _selection_lines(data: dict[str, Any], *, walk: bool) -> list[Any]:
     kernel = (data.get("selection") or {}).get("linear_backend")
     if kernel:
         said = kernel["kernel"] or kernel["status"]
+        said += f" (running {kernel['runs']})" if kernel.get("runs") else ""
         value = f" (--linear-backend {kernel['value']})" if kernel["value"] else ""
-        lines.append(_unwrapped("linear layers ", f"{kernel['scheme']}: {said}{value}"))
+        label = ", ".join(kernel["layers"]) if kernel.get("experts_only") else kernel["scheme"]
+        lines.append(_unwrapped("linear layers ", f"{label}: {said}{value}"))
+        if kernel.get("experts_only"):
+            lines.append(plain(f"  {kernel['experts_only']}", style="dim"))
         if kernel["status"] == "depends":
             lines += [plain(f"  {kind}: {found}") for kind, found in kernel["layers"].items()]
         for install, outcome in (kernel.get("by_install") or {}).items():
@@ -201,7 +205,8 @@ def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
     if not picked:
         return []
     said = picked["backend"] or picked["status"]
-    kernel = f" ({picked['kernel']})" if picked["kernel"] else ""
+    inside = f", running {picked['runs']}" if picked.get("runs") else ""
+    kernel = f" ({picked['kernel']}{inside})" if picked["kernel"] else ""
     value = f" (--moe-backend {picked['value']})" if picked["value"] else ""
     what = picked.get("variant") or picked.get("checkpoint") or ""
     lines: list[Any] = [_unwrapped("MoE layers ", f"{what}: {said}{kernel}{value}".lstrip(": "))]
@@ -221,6 +226,8 @@ def _moe_lines(picked: dict[str, Any] | None, *, walk: bool) -> list[Any]:
             )
     for install, outcome in (picked.get("by_install") or {}).items():
         lines.append(plain(f"  with --install {install}: {outcome}", style="dim"))
+    for host, outcome in (picked.get("by_host") or {}).items():
+        lines.append(plain(f"  on another host ({host}): {outcome}", style="dim"))
     return lines
 
 
@@ -234,7 +241,7 @@ def _headline(data: dict[str, Any]) -> Any:
     if data.get("vllm_version_source"):
         head.append(f" ({_SOURCE_WORDS[data['vllm_version_source']]})")
     if platform:
-        extra = platform.get("capability") or platform.get("gfx_arch") or ""
+        extra = platform.get("capability") or platform.get("gfx_arch") or _host(platform)
         head.append(
             plain(
                 f" on {platform['device']} ({platform['kind']}{' ' + extra if extra else ''}; "
@@ -246,6 +253,17 @@ def _headline(data: dict[str, Any]) -> Any:
         style="green" if data["valid"] else "red bold",
     )
     return _Headline(head, verdict)
+
+
+def _host(platform: dict[str, Any]) -> str:
+    """A CPU target's host features, as ``--cpu-features`` takes them (``x86_64 amx
+    avx512``), or that they are not known."""
+    if platform.get("kind") != "cpu":
+        return ""
+    host = platform.get("cpu")
+    if not host:
+        return "features not known"
+    return " ".join([host["arch"], *host["features"], *(["macos"] if host["macos"] else [])])
 
 
 class _Headline:

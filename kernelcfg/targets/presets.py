@@ -4,6 +4,12 @@ A target comes from, first to last: explicit flags, a named preset, the
 environment (``KERNELCFG_DEVICE``, ``KERNELCFG_PLATFORM``, ``KERNELCFG_CAPABILITY``,
 ``KERNELCFG_GFX_ARCH``), detection on this machine through torch (imported only
 then), and finally ``cpu``. torch is never imported when a target is given.
+
+A CPU target's host features (AMX, AVX-512, the architecture: :mod:`.cpu`) come from
+``--cpu-features``, a CPU preset (``xeon-spr``, ``epyc-genoa``, ...), then
+``KERNELCFG_CPU_FEATURES``, then this machine's ``/proc/cpuinfo`` where the target is
+this machine (found by detection); the generic ``cpu`` preset and ``--platform cpu``
+leave them unknown.
 """
 
 from __future__ import annotations
@@ -15,8 +21,11 @@ from functools import cache
 from typing import Literal, cast
 
 from kernelcfg.base.errors import ArgumentError, closest
+from kernelcfg.targets import cpu as cpu_mod
+from kernelcfg.targets.cpu import CpuFeatures
 
 __all__ = [
+    "CPU_VARIABLE",
     "KINDS",
     "PRESETS",
     "Target",
@@ -25,6 +34,7 @@ __all__ = [
     "detect",
     "gfx_capability",
     "resolve_target",
+    "with_cpu_features",
 ]
 
 Kind = Literal["cuda", "rocm", "xpu", "cpu", "tpu"]
@@ -50,12 +60,16 @@ class Target:
     """Where this target came from."""
     note: str | None = None
     """Why detection settled on this target, when it did."""
+    cpu: CpuFeatures | None = None
+    """A CPU target's host features; ``None``: not known (or not a CPU target)."""
 
     def __hash__(self) -> int:
         # Targets key several caches on the hot path: hash the identity fields once.
         cached: int | None = self.__dict__.get("_hash")
         if cached is None:
-            cached = hash((self.kind, self.device, self.capability, self.gfx_arch, self.source))
+            cached = hash(
+                (self.kind, self.device, self.capability, self.gfx_arch, self.source, self.cpu)
+            )
             object.__setattr__(self, "_hash", cached)
         return cached
 
@@ -64,14 +78,22 @@ class Target:
         """The capability as vLLM's ``to_int()`` (see :func:`capability_int`)."""
         return None if self.capability is None else capability_int(self.capability)
 
-    def as_dict(self) -> dict[str, str | None]:
-        """The ``platform`` object of kernelcfg's JSON output."""
+    @property
+    def host_features(self) -> dict[str, bool] | None:
+        """A CPU target's host-feature words (:attr:`CpuFeatures.words`); ``None`` where
+        they are not known or the target is no CPU."""
+        return self.cpu.words if self.kind == "cpu" and self.cpu is not None else None
+
+    def as_dict(self) -> dict[str, object]:
+        """The ``platform`` object of kernelcfg's JSON output (``cpu``: a CPU target's
+        host features, ``null`` where not known or not a CPU)."""
         return {
             "kind": self.kind,
             "device": self.device,
             "capability": self.capability,
             "gfx_arch": self.gfx_arch,
             "source": self.source,
+            "cpu": self.cpu.as_dict() if self.cpu is not None else None,
         }
 
 
@@ -97,6 +119,10 @@ def _cuda(device: str, capability: str) -> Target:
 
 def _rocm(device: str, gfx_arch: str) -> Target:
     return Target("rocm", device, gfx_arch=gfx_arch, source="preset")
+
+
+def _host(device: str, features: str) -> Target:
+    return Target("cpu", device, source="preset", cpu=cpu_mod.parse(features, source="preset"))
 
 
 PRESETS: dict[str, Target] = {
@@ -130,8 +156,20 @@ PRESETS: dict[str, Target] = {
     "arc-b580": Target("xpu", "Intel(R) Arc(TM) B580 Graphics", source="preset"),
     "tpu-v6e": Target("tpu", "TPU v6e", source="preset"),
     "cpu": Target("cpu", "cpu", source="preset"),
+    "xeon-icx": _host("Intel Xeon 3rd gen (Ice Lake)", "x86_64 avx512"),
+    "xeon-spr": _host("Intel Xeon 4th gen (Sapphire Rapids)", "x86_64 amx avx512 avx512_bf16"),
+    "xeon-emr": _host("Intel Xeon 5th gen (Emerald Rapids)", "x86_64 amx avx512 avx512_bf16"),
+    "xeon-gnr": _host("Intel Xeon 6 (Granite Rapids)", "x86_64 amx avx512 avx512_bf16"),
+    "epyc-milan": _host("AMD EPYC 3rd gen (Milan, Zen 3)", "x86_64 amd"),
+    "epyc-genoa": _host("AMD EPYC 4th gen (Genoa, Zen 4)", "x86_64 amd avx512 avx512_bf16"),
+    "epyc-turin": _host("AMD EPYC 5th gen (Turin, Zen 5)", "x86_64 amd avx512 avx512_bf16"),
+    "graviton4": _host("AWS Graviton4 (Neoverse V2)", "aarch64"),
+    "grace": _host("NVIDIA Grace CPU (Neoverse V2)", "aarch64"),
+    "power10": _host("IBM Power10", "ppc64le"),
+    "apple-silicon": _host("Apple silicon (macOS)", "aarch64 macos"),
 }
-"""Named devices with their real compute capability or gfx architecture."""
+"""Named devices with their real compute capability or gfx architecture; the CPU
+presets with their host features (the generic ``cpu`` leaves them unknown)."""
 
 _CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")
 _GFX = re.compile(r"gfx[0-9a-f]{3,4}")
@@ -230,10 +268,22 @@ def resolve_target(
     environ: Mapping[str, str] | None = None,
     allow_detection: bool = True,
 ) -> Target:
-    """The target, from flags, a preset, the environment, detection, or ``cpu``."""
+    """The target, from flags, a preset, the environment, detection, or ``cpu`` (a CPU
+    target with a CPU preset's or this machine's features: :func:`with_cpu_features`
+    adds ``--cpu-features`` and ``KERNELCFG_CPU_FEATURES``)."""
+    return _resolve(device, kind, capability, gfx_arch, environ or {}, allow_detection)
+
+
+def _resolve(
+    device: str | None,
+    kind: str | None,
+    capability: str | None,
+    gfx_arch: str | None,
+    env: Mapping[str, str],
+    allow_detection: bool,
+) -> Target:
     if device is not None or kind is not None or capability is not None or gfx_arch:
         return _from_flags(device, kind, capability, gfx_arch)
-    env = environ or {}
     env_device, env_kind, env_cap, env_gfx = (env.get(name) for name in _VARIABLES)
     if env_device or env_kind or env_cap or env_gfx:
         try:
@@ -247,6 +297,35 @@ def resolve_target(
     if allow_detection:
         return detect()
     return Target("cpu", "cpu", source="fallback", note="detection was not allowed")
+
+
+CPU_VARIABLE = "KERNELCFG_CPU_FEATURES"
+"""The variable that stands for ``--cpu-features``."""
+
+
+def with_cpu_features(
+    target: Target, given: str | None, env: Mapping[str, str] | None = None
+) -> Target:
+    """``target`` with the host features ``--cpu-features`` (``given``) states, else a
+    CPU preset's, else ``KERNELCFG_CPU_FEATURES``' in ``env``, else this machine's."""
+    env = env or {}
+    if given is not None:
+        if target.kind != "cpu":
+            raise ArgumentError(
+                f"--cpu-features applies to CPU targets only; the target is {target.kind}",
+                field="cpu_features",
+            )
+        return replace(target, cpu=_parsed(given, "--cpu-features", "flag"))
+    stated = env.get(CPU_VARIABLE)
+    preset = target.cpu is not None and target.cpu.source != "detected"
+    if target.kind != "cpu" or preset or not stated:
+        return target
+    return replace(target, cpu=_parsed(stated, f"{CPU_VARIABLE} in the environment", "environment"))
+
+
+@cache
+def _parsed(text: str, option: str, source: str) -> CpuFeatures:
+    return cpu_mod.parse(text, option=option, source=source)
 
 
 def ci_needs_target(command: str, environ: Mapping[str, str]) -> str | None:
@@ -286,12 +365,16 @@ def _from_flags(
 @cache
 def detect() -> Target:
     """This machine's first accelerator (NVML, the ROCm KFD topology, then torch);
-    ``cpu`` with the reasons otherwise."""
+    ``cpu`` with the reasons otherwise, and this machine's CPU features (``/proc/cpuinfo``:
+    the CPU platform runs here)."""
     from kernelcfg.targets import detection
 
     found = detection.find()
     if isinstance(found, str):
-        return Target("cpu", "cpu", source="fallback", note=found)
+        host = cpu_mod.detect()
+        if isinstance(host, str):
+            return Target("cpu", "cpu", source="fallback", note=f"{found}; {host}")
+        return Target("cpu", "cpu", source="fallback", note=found, cpu=host)
     kind, name, capability, gfx_arch = found
     return Target(
         cast(Kind, kind), name, capability=capability, gfx_arch=gfx_arch, source="detected"

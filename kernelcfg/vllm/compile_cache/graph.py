@@ -361,8 +361,7 @@ def cpu_platform(b: Build) -> None:
             }
         )
         cc["ir_enable_torch_wrap"] = False
-    machine = b.target.device
-    if machine.startswith(("aarch64", "arm")):
+    if b.cpu_arm:
         b.unknown.setdefault("compilation_config", "the ARM CPU's custom ops")
     c = b.values["CacheConfig"]
     if b.cpu_avx512_bf16 and c.get("mamba_ssm_cache_dtype") not in ("float32", None):

@@ -6,8 +6,9 @@ that no launch sets).
 The writes are release data (``releases/start-up-env.json``, read from each release's
 platforms and ``VllmConfig``): the variable, the value, the platforms, the condition and
 whether a value the launch set is kept. A condition kernelcfg cannot know for another
-machine (the host CPU's AVX512-BF16) leaves that variable unknown, with why, unless
-the launch set it and vLLM keeps it.
+machine (the host CPU's AVX512-BF16, where the target does not state its CPU
+features) leaves that variable unknown, with why, unless the launch set it and vLLM
+keeps it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Launch:
     breakable_auto: bool
     """Whether vLLM turned breakable CUDA graphs on itself (the model's default, or
     ``VLLM_BATCH_INVARIANT``), not the launch's ``VLLM_USE_BREAKABLE_CUDAGRAPH``."""
+    host: Mapping[str, bool] | None = None
+    """A CPU target's host-feature words (``avx512_bf16``, ...); ``None``: not known."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ class StartUpWrites:
 
 _HOST_FEATURE = (
     "vLLM's CPU platform sets it to {value} where the host CPU has AVX512-BF16, which "
-    "kernelcfg does not know for the machine vLLM runs on"
+    "kernelcfg does not know for this target (give --cpu-features or a CPU preset, e.g. "
+    "--device xeon-spr)"
 )
 
 
@@ -62,7 +66,7 @@ def writes(version: str, environ: Mapping[str, str], launch: Launch) -> StartUpW
         if entry["keeps_user_value"] and name in environ:
             continue
         when = entry["when"]
-        if when == "host_avx512_bf16":
+        if when.startswith("host_") and launch.host is None:
             kept = " (or set it in the launch's environment)" if entry["keeps_user_value"] else ""
             unknown[name] = _HOST_FEATURE.format(value=entry["value"]) + kept
         elif _holds(when, launch):
@@ -72,6 +76,8 @@ def writes(version: str, environ: Mapping[str, str], launch: Launch) -> StartUpW
 
 def _holds(when: str, launch: Launch) -> bool:
     """Whether a condition kernelcfg knows holds for ``launch``."""
+    if when.startswith("host_"):
+        return bool(launch.host and launch.host.get(when.removeprefix("host_")))
     return {
         "always": True,
         "quantized": launch.quantized,

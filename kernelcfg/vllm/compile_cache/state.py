@@ -110,9 +110,15 @@ class Build:
         """The optimisation level (``-O``)."""
         self.breakable = False
         """Whether breakable CUDA graphs are on."""
-        self.cpu_avx512_bf16 = True
-        """Whether an x86 CPU target has AVX512-BF16 (vLLM asks torch; kernelcfg
-        assumes a current server CPU, as the reference vectors' host had)."""
+        host = target.host_features
+        self.cpu_avx512_bf16 = True if host is None else host["avx512_bf16"]
+        """Whether a CPU target has AVX512-BF16 (vLLM asks torch): the target's CPU
+        features; where they are not known, a current server CPU's, as the reference
+        vectors' host had."""
+        self.cpu_arm = (
+            host["arm"] if host is not None else target.device.startswith(("aarch64", "arm"))
+        )
+        """Whether a CPU target is an Arm host (vLLM's ``get_cpu_architecture()``)."""
 
     # ------------------------------------------------------------------ data
 

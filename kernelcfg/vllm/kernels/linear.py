@@ -41,6 +41,10 @@ class Pick:
     """The ``--linear-backend`` values that name the kernel."""
     message: str | None = None
     """vLLM's error, where it raises one of its own (a forced kernel it cannot use)."""
+    runs: str | None = None
+    """The kernel a dispatched one runs in its place, where the data says so
+    (``dispatch_runs``: ``cpu_unquantized_gemm`` calls zentorch's linear op on vLLM's
+    Zen platform)."""
 
 
 class LinearModel:
@@ -125,12 +129,19 @@ class LinearModel:
         a few hundred at most: a batch asks the same question line after line)."""
         return self._picks.get((layer_kind, where.key), lambda: self._pick(layer_kind, where))
 
-    def pick_named(self, layer_kind: str, where: Where, backend: str) -> Pick | None:
+    def pick_named(
+        self,
+        layer_kind: str,
+        where: Where,
+        backend: str,
+        features: Mapping[str, Any] | None = None,
+    ) -> Pick | None:
         """What vLLM takes for one layer kind on ``where`` with ``--linear-backend
         backend``: the walk over the list narrowed to that backend's kernels; ``None``
         where the list has none of them (vLLM warns and walks the whole list, as on
-        auto)."""
-        layer = self.data["layers"][layer_kind]
+        auto). ``features``: layer features to read in place of the kind's own (the
+        activation dtype of a float16 model, say)."""
+        layer = {**self.data["layers"][layer_kind], **(features or {})}
         chooser = self.data["selectors"][layer["selector"]]
         if "dispatch" in chooser:
             return None
@@ -148,7 +159,15 @@ class LinearModel:
         layer = self.data["layers"][layer_kind]
         chooser = self.data["selectors"][layer["selector"]]
         if "dispatch" in chooser:
-            return Pick("selected", chooser["dispatch"][where.kind], (), ())
+            runs = next(
+                (
+                    str(entry["kernel"])
+                    for entry in chooser.get("dispatch_runs", {}).get(where.kind, ())
+                    if holds(entry["when"], where, layer)
+                ),
+                None,
+            )
+            return Pick("selected", chooser["dispatch"][where.kind], (), (), runs=runs)
         candidates = self._candidates(chooser, where)
         if chooser["list"] == "nvfp4" and layer.get("a16"):
             forced = self._forced(where, layer, candidates)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernelcfg.targets.presets import capability_int, gfx_capability
 
-__all__ = ["WORDS", "Where", "holds", "key_parts", "where"]
+__all__ = ["WORDS", "Where", "holds", "key_parts", "on_host", "where"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ def where(
     env: Mapping[str, str],
 ) -> Where:
     """The target under one install, with the engine's environment, as the selection
-    data (its ``installs``, ``env_defaults`` and ``host_features``) describes it."""
+    data (its ``installs``, ``env_defaults`` and ``host_features``: the host its
+    reference vectors ran on; :func:`on_host` gives a target's own)."""
     cc: int | None = None
     if kind == "cuda" and capability:
         cc = capability_int(capability)
@@ -91,6 +92,12 @@ def where(
         env_set=frozenset(named),
         env_raw=named,
     )
+
+
+def on_host(found: Where, features: Mapping[str, bool] | None) -> Where:
+    """``found`` on a CPU target whose host features are known (``None``: the data's
+    own, unchanged)."""
+    return found if features is None else replace(found, features=features)
 
 
 def _each(value: Any) -> list[Any]:

@@ -90,6 +90,9 @@ class Platform:
     """The engine's environment variables."""
     arch: str | None = None
     """ROCm's gfx architecture (``gfx942``)."""
+    host: Mapping[str, bool] | None = None
+    """A CPU target's host-feature words (AMX, AVX-512, the architecture); ``None``:
+    not known."""
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -101,6 +104,7 @@ class Platform:
             self.libraries,
             tuple(sorted(self.env.items())),
             self.arch,
+            None if self.host is None else tuple(sorted(self.host.items())),
         )
 
     @property

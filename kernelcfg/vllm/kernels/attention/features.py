@@ -165,4 +165,5 @@ def platform_of(
         model.libraries(target.kind, install),
         env or {},
         target.gfx_arch,
+        target.host_features,
     )

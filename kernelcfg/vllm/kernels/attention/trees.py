@@ -5,22 +5,33 @@ does not take is ignored (CPU) or refused (XPU).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kernelcfg.vllm.kernels.attention.facts import Features, Selection, kv_quantized
 
 __all__ = ["cpu", "xpu"]
 
 
-def cpu(listed: list[str] | None, requested: str | None, f: Features) -> Selection:
+def cpu(
+    platform: Mapping[str, Any],
+    requested: str | None,
+    f: Features,
+    host: Mapping[str, bool] | None = None,
+) -> Selection:
     """``CpuPlatform.get_attn_backend_cls``: a decision tree that never validates and
     ignores a backend it does not take; the host's ISA (AMX, AVX-512) decides the rest.
-    ``listed``: the KV-cache dtypes the tree accepts (``None``: before vLLM 0.33.0 it
-    checks none while selecting)."""
+    ``platform``: the release's CPU facts (``kv_cache_dtypes``, the KV-cache dtypes the
+    tree accepts, absent before vLLM 0.33.0, which checks none while selecting; ``host``,
+    what the host's features decide). ``host``: the target's host-feature words
+    (``None``: not known, and what they decide "depends")."""
     asked = requested or "auto"
     kv = f.kv_cache_dtype
+    listed = platform.get("kv_cache_dtypes")
     if f.use_sparse:
         refusal = "NotImplementedError: Sparse Attention is not supported on CPU."
     elif listed is None:
-        return _cpu_pick(asked, requested, f)
+        return _cpu_pick(asked, requested, f, platform.get("host", {}), host)
     elif f.use_mla and kv_quantized(kv):
         refusal = f"ValueError: --kv-cache-dtype {kv} is not supported by MLA attention on CPU."
     elif f.use_mla is False and kv not in listed:
@@ -29,25 +40,65 @@ def cpu(listed: list[str] | None, requested: str | None, f: Features) -> Selecti
             "on this host."
         )
     else:
-        return _cpu_pick(asked, requested, f)
+        return _cpu_pick(asked, requested, f, platform.get("host", {}), host)
     return Selection(asked, "error", None, (), refusal)
 
 
-def _cpu_pick(asked: str, requested: str | None, f: Features) -> Selection:
+def _cpu_pick(
+    asked: str,
+    requested: str | None,
+    f: Features,
+    facts: Mapping[str, Any],
+    host: Mapping[str, bool] | None,
+) -> Selection:
     if f.use_mla is None or f.use_sparse is None:
         return Selection(asked, "depends", None, (), "the model's attention kind decides")
     if f.use_mla:
-        if requested == "CPU_MLA":
-            return Selection(asked, "selected", "CPU_MLA", ())
-        host = "AMX_MLA on a host with AMX tiles (Intel Xeon 4th generation and newer), CPU_MLA "
-        pick = Selection(asked, "depends", None, (), host + "elsewhere")
-        return _ignored(asked, requested, pick, ("AMX_MLA", "CPU_MLA"))
-    if kv_quantized(f.kv_cache_dtype):
-        needs = f"--kv-cache-dtype {f.kv_cache_dtype} needs a host with AVX-512 or AMX; "
-        pick = Selection(asked, "depends", "CPU_ATTN", (), needs + "elsewhere vLLM refuses it")
-    else:
+        return _cpu_mla(asked, requested, facts, host)
+    needs = facts.get("kv_quantized_needs_any", ["amx_tile", "avx512"])
+    if not kv_quantized(f.kv_cache_dtype):
         pick = Selection(asked, "selected", "CPU_ATTN", ())
+    elif host is None:
+        text = f"--kv-cache-dtype {f.kv_cache_dtype} needs a host with AVX-512 or AMX; "
+        pick = Selection(asked, "depends", "CPU_ATTN", (), text + "elsewhere vLLM refuses it")
+    elif any(host.get(n, False) for n in needs):
+        pick = Selection(asked, "selected", "CPU_ATTN", ())
+    else:
+        refusal = str(facts["kv_quantized_refusal"]).format(kv_cache_dtype=f.kv_cache_dtype)
+        return Selection(asked, "error", None, (), refusal)
     return _ignored(asked, requested, pick, ("CPU_ATTN",))
+
+
+def _cpu_mla(
+    asked: str, requested: str | None, facts: Mapping[str, Any], host: Mapping[str, bool] | None
+) -> Selection:
+    """The MLA branch: the first backend of the release's list whose host features the
+    host has (an explicit one of the list skips those before it: vLLM's ``CPU_MLA``
+    asked on an AMX host is taken)."""
+    order: list[Mapping[str, Any]] = facts.get(
+        "mla", [{"backend": "AMX_MLA", "needs": ["x86", "amx_tile"]}, {"backend": "CPU_MLA"}]
+    )
+    takes = tuple(str(step["backend"]) for step in order)
+    if requested in takes:
+        order = order[takes.index(requested) :]
+    if host is None:
+        first, *rest = order
+        if not first.get("needs"):
+            return Selection(asked, "selected", str(first["backend"]), ())
+        text = (
+            f"{first['backend']} on a host with {' and '.join(first['needs'])} (AMX tiles: Intel "
+            f"Xeon 4th generation and newer), {rest[-1]['backend'] if rest else 'none'} "
+            "elsewhere; give --cpu-features or a CPU preset"
+        )
+        pick = Selection(asked, "depends", None, (), text)
+    else:
+        found = next(s for s in order if all(host.get(n, False) for n in s.get("needs", ())))
+        backend = str(found["backend"])
+        if requested is not None and requested != backend:
+            # AMX_MLA asked on a host without AMX: vLLM takes CPU_MLA, saying nothing
+            return Selection(asked, "ignored", backend, ())
+        pick = Selection(asked, "selected", backend, ())
+    return _ignored(asked, requested, pick, takes)
 
 
 def _ignored(
