@@ -8,10 +8,11 @@ process never grows past it and no answer is ever stale.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["LARGE", "SMALL", "Answers", "small"]
+__all__ = ["LARGE", "SMALL", "Answers", "forget_all", "small"]
 
 SMALL = 1024
 """The most characters of text a kept question holds, unless its memo says otherwise.
@@ -55,6 +56,11 @@ class Answers(Generic[K, V]):
         self._limit = limit
         self._text = text
         self._kept: dict[K, V] = {}
+        _EVERY.add(self)
+
+    def forget(self) -> None:
+        """Drop every answer kept."""
+        self._kept.clear()
 
     def find(self, key: K) -> V | None:
         """The answer kept for ``key``, if any."""
@@ -73,3 +79,14 @@ class Answers(Generic[K, V]):
             found = make()
             self.keep(key, found)
         return found
+
+
+_EVERY: weakref.WeakSet[Answers[Any, Any]] = weakref.WeakSet()
+"""Every memo of the process, for :func:`forget_all`."""
+
+
+def forget_all() -> None:
+    """Drop the answers every memo keeps: what a fresh process knows. A test compares a
+    warm process's answers with a fresh one's, so a memo whose key misses an input shows."""
+    for memo in list(_EVERY):
+        memo.forget()

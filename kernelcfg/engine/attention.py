@@ -122,6 +122,7 @@ def _select(
         target,
         inputs.install,
         inputs.install_given,
+        inputs.install_source,
         tuple(sorted(inputs.env.items())),
     )
 

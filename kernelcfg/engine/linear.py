@@ -68,10 +68,12 @@ def linear_selection(
         return None
     key = (
         release.version,
+        scheme,
         tuple(kinds),
         target,
         inputs.install,
         inputs.install_given,
+        inputs.install_source,
         tuple(sorted(inputs.env.items())),
     )
     data, problem = _ANSWERS.get(key, lambda: _select(found, scheme, kinds, inputs, target))

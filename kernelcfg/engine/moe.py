@@ -64,10 +64,12 @@ def moe_selection(
     key = (
         release.version,
         tuple(variants),
+        why,
         ready.layer_key,
         target,
         inputs.install,
         inputs.install_given,
+        inputs.install_source,
         tuple(sorted(inputs.env.items())),
     )
     data, problem = _ANSWERS.get(key, lambda: _select(found, variants, why, layer, inputs, target))
