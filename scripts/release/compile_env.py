@@ -172,6 +172,13 @@ OVERRIDES: dict[str, dict[str, Any]] = {
         ),
         "entry": {"kind": "int", "default_from": "cpu_count_up_to_2"},
     },
+    "VLLM_TRITON_ATTN_USE_TD": {
+        # 0.28.0 and older: the renamed variable stays registered; its parser warns
+        # when it is set and returns None (a map that matches nothing: always None)
+        "source": "lambda: _deprecated_triton_attn_use_td()",
+        "entry": {"kind": "map", "mapping": {}, "strip": False, "default": None},
+        "note": "renamed to VLLM_TRITON_USE_TD: a warning when set, the value always None",
+    },
     "VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME": {
         "source": None,  # a generated name; its factory changed between releases
         "entry": {"kind": "str", "default_from": "generated"},
