@@ -81,14 +81,16 @@ class Context:
         version = self._fa_requested(major)
         if version == 3 and major == 9 and self.fa_available(4):
             version = 4 if _fa3_to_fa4(head_size, head_size_v, has_sinks) else 3
+        kernel_256 = self._fa4_hd256_kernel()
         if (
             version == 4
             and major in (10, 11)
+            and kernel_256
             and _fa4_hd256(head_size, head_size_v)
             and (not hd256 or self._hd256_fallback(has_sinks, block_size))
         ):
             version = 2
-        if version == 4 and major >= 10 and not _fa4_tmem_fits(head_size, head_size_v):
+        if version == 4 and major >= 10 and not _fa4_tmem_fits(head_size, head_size_v, kernel_256):
             version = 2
         return version if self.fa_available(version) else None
 
@@ -139,6 +141,11 @@ class Context:
         )
         return ((version == 3 or sm90_fa4) and major == 9) or (version == 4 and major == 10)
 
+    def _fa4_hd256_kernel(self) -> bool:
+        """Whether FA4 has its Blackwell head size 256 kernel (from vLLM 0.29.0); 0.28.0
+        falls back to FA2 for head size 256 on SM100 and newer."""
+        return bool(self.facts["flash_attn"].get("fa4_hd256", True))
+
     def _fa4_fp8_kv_on_sm90(self) -> bool:
         """Whether FA4 serves an FP8 KV cache on SM90 (head size 512, from vLLM 0.31.0);
         0.29.0 and 0.30.0 take FP8 KV on SM90 from FA3 only."""
@@ -159,12 +166,13 @@ def _fa4_hd256(head_size: int | None, head_size_v: int | None) -> bool:
     return head_size == 256 and head_size_v in (None, 256)
 
 
-def _fa4_tmem_fits(head_size: int | None, head_size_v: int | None) -> bool:
-    """FA4's head sizes on Blackwell, bounded by TMEM: up to 128, 256 (V 256), or 192
-    with V 128."""
+def _fa4_tmem_fits(head_size: int | None, head_size_v: int | None, kernel_256: bool) -> bool:
+    """FA4's head sizes on Blackwell, bounded by TMEM: up to 128, 256 (V 256; where
+    ``kernel_256``, the release has that kernel), or 192 with V 128."""
     if head_size is None or head_size <= 128:
         return True
-    return _fa4_hd256(head_size, head_size_v) or (head_size == 192 and head_size_v == 128)
+    hd256 = kernel_256 and _fa4_hd256(head_size, head_size_v)
+    return hd256 or (head_size == 192 and head_size_v == 128)
 
 
 def _tri_in(value: Any, allowed: list[Any]) -> Tri:

@@ -117,7 +117,8 @@ class Selector:
 
     def _select(self, requested: str | None, features: Features, platform: Platform) -> Selection:
         if platform.kind == "cpu":
-            return cpu(self.data["platforms"]["cpu"].get("kv_cache_dtypes"), requested, features)
+            tree = self.data["platforms"]["cpu"]
+            return cpu(tree.get("kv_cache_dtypes"), requested, features, tree.get("mla"))
         if platform.kind == "xpu":
             return xpu(requested, features, self.data["platforms"].get("xpu", {}).get("mla"))
         if platform.kind not in self.data["platforms"]:

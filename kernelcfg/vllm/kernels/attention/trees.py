@@ -10,17 +10,20 @@ from kernelcfg.vllm.kernels.attention.facts import Features, Selection, kv_quant
 __all__ = ["cpu", "xpu"]
 
 
-def cpu(listed: list[str] | None, requested: str | None, f: Features) -> Selection:
+def cpu(
+    listed: list[str] | None, requested: str | None, f: Features, mla_only: str | None = None
+) -> Selection:
     """``CpuPlatform.get_attn_backend_cls``: a decision tree that never validates and
     ignores a backend it does not take; the host's ISA (AMX, AVX-512) decides the rest.
     ``listed``: the KV-cache dtypes the tree accepts (``None``: before vLLM 0.33.0 it
-    checks none while selecting)."""
+    checks none while selecting). ``mla_only``: the one backend every MLA model takes,
+    whatever the host (vLLM 0.28.0: CPU_MLA, before AMX_MLA existed)."""
     asked = requested or "auto"
     kv = f.kv_cache_dtype
     if f.use_sparse:
         refusal = "NotImplementedError: Sparse Attention is not supported on CPU."
     elif listed is None:
-        return _cpu_pick(asked, requested, f)
+        return _cpu_pick(asked, requested, f, mla_only)
     elif f.use_mla and kv_quantized(kv):
         refusal = f"ValueError: --kv-cache-dtype {kv} is not supported by MLA attention on CPU."
     elif f.use_mla is False and kv not in listed:
@@ -29,13 +32,17 @@ def cpu(listed: list[str] | None, requested: str | None, f: Features) -> Selecti
             "on this host."
         )
     else:
-        return _cpu_pick(asked, requested, f)
+        return _cpu_pick(asked, requested, f, mla_only)
     return Selection(asked, "error", None, (), refusal)
 
 
-def _cpu_pick(asked: str, requested: str | None, f: Features) -> Selection:
+def _cpu_pick(
+    asked: str, requested: str | None, f: Features, mla_only: str | None = None
+) -> Selection:
     if f.use_mla is None or f.use_sparse is None:
         return Selection(asked, "depends", None, (), "the model's attention kind decides")
+    if f.use_mla and mla_only is not None:
+        return _ignored(asked, requested, Selection(asked, "selected", mla_only, ()), (mla_only,))
     if f.use_mla:
         if requested == "CPU_MLA":
             return Selection(asked, "selected", "CPU_MLA", ())
