@@ -421,7 +421,22 @@ def _override(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
 def classify(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
     """One variable's parser as a kind and its parameters."""
     if name in OVERRIDES:
-        return _override(name, value, tree)
+        try:
+            return _override(name, value, tree)
+        except UnclassifiedError:
+            # an older release reads the variable plainly (0.27.0's
+            # VLLM_COMPUTE_NANS_IN_LOGITS has no VLLM_RAISE_ON_LOGIT_NANS yet): the
+            # classifier takes it when it can, else the override's mismatch stands
+            try:
+                return _mechanical(name, value)
+            except UnclassifiedError:
+                pass
+            raise
+    return _mechanical(name, value)
+
+
+def _mechanical(name: str, value: ast.expr) -> dict[str, Any]:
+    """A parser the classifier reads from its shape."""
     if isinstance(value, ast.Call):
         found = _choices_entry(value)
         if found is not None:
