@@ -10,12 +10,16 @@ added and removed. A concern is a data file kernelcfg keeps per release (``moe-`
 ``linear-``, ``selector-``, ``topk-``, read by hand; the ``rules`` of ``vllm-``, carried
 over by ``kernel_config.py --rules-from``); its files are the folders and files the
 concern's code lives in (``CONCERNS``) and every vLLM file the nearest release's data
-file cites in its notes (``file.py:LINE``).
+file cites in its notes (``file.py:LINE``). Under each file, the selection code that
+differs: the support and selection functions and methods (``is_supported``,
+``can_implement``, ``supports_*``, ``select_*`` …) and the module constants listing
+priorities, backends or kernels (``_POSSIBLE_*_KERNELS`` …).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import io
 import re
@@ -112,6 +116,8 @@ class Changed:
     """``changed``, ``new`` (only in the new wheel) or ``gone`` (only in the old one)."""
     cited: bool = False
     """Whether the nearest release's data file names it."""
+    selection: tuple[str, ...] = ()
+    """The selection code inside it that differs (:func:`selection_changes`)."""
 
 
 @dataclass
@@ -149,6 +155,47 @@ def _count(old: list[str], new: list[str]) -> tuple[int, int]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return added, removed
+
+
+_SELECTING = re.compile(
+    r"^_?(is_supported|can_implement|supports|supported|validate_configuration|get_supported"
+    r"|select_|get_attn_backend|_get_backend_priorities|get_default_ir_op_priority"
+    r"|get_flash_attn_version|flash_attn_supports)"
+)
+_LISTS = re.compile(r"^_?[A-Z][A-Z0-9_]*(POSSIBLE|PRIORIT|BACKENDS|KERNELS|ARCHITECTURES)")
+
+
+def _selection_parts(lines: list[str]) -> dict[str, str]:
+    """The parts of a module that choose kernels: functions and methods named like the
+    support and selection queries, and module constants naming priorities, backends or
+    kernels; by qualified name, as source text."""
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return {}
+    parts: dict[str, str] = {}
+    for node in tree.body:
+        bodies = [(node.name + ".", node.body)] if isinstance(node, ast.ClassDef) else []
+        for prefix, body in [("", [node]), *bodies]:
+            for item in body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if _SELECTING.match(item.name):
+                        parts[prefix + item.name] = ast.unparse(item)
+                elif isinstance(item, ast.Assign | ast.AnnAssign) and not prefix:
+                    target = item.targets[0] if isinstance(item, ast.Assign) else item.target
+                    if isinstance(target, ast.Name) and _LISTS.match(target.id):
+                        parts[target.id] = ast.unparse(item)
+    return parts
+
+
+def selection_changes(old: list[str], new: list[str]) -> tuple[str, ...]:
+    """The selection parts (:func:`_selection_parts`) added, removed or changed."""
+    a, b = _selection_parts(old), _selection_parts(new)
+    out = []
+    for name in sorted(set(a) | set(b)):
+        if a.get(name) != b.get(name):
+            out.append(name + (" (new)" if name not in a else " (gone)" if name not in b else ""))
+    return tuple(out)
 
 
 def cited_files(texts: Iterable[str], names: Iterable[str]) -> set[str]:
@@ -195,10 +242,13 @@ def compare(new_wheel: Path, old_wheel: Path, cited: Mapping[str, str]) -> Repor
                 report.other_files += not path.endswith(".py")
                 continue
             status = "new" if path not in old_rec else "gone" if path not in new_rec else "changed"
-            added, removed = _count(_lines(old, path), _lines(new, path))
+            before, after = _lines(old, path), _lines(new, path)
+            added, removed = _count(before, after)
+            parts = selection_changes(before, after)
             for kind in kinds:
+                cited_here = path in cites.get(kind, set())
                 report.by_kind.setdefault(kind, []).append(
-                    Changed(path, added, removed, status, path in cites.get(kind, set()))
+                    Changed(path, added, removed, status, cited_here, parts)
                 )
     return report
 
@@ -220,6 +270,8 @@ def render(report: Report, version: str, near: str, kept: Mapping[str, str]) -> 
             mark = f" [{c.status}]" if c.status != "changed" else ""
             cite = " (cited by its data)" if c.cited else ""
             lines.append(f"    {c.path}  +{c.added} -{c.removed}{mark}{cite}")
+            if c.selection:
+                lines.append(f"      selection code: {', '.join(c.selection)}")
     lines.append(
         f"  elsewhere: {report.other_python} Python file(s) and {report.other_files} "
         "other file(s) changed (no selection code)"
