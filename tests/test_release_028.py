@@ -116,6 +116,8 @@ def test_fa4_has_no_head_size_256_kernel() -> None:
     assert not checks._fa4_tmem_fits(256, 256, kernel_256=False)
     assert checks._fa4_tmem_fits(256, 256, kernel_256=True)
     assert checks._fa4_tmem_fits(192, 128, kernel_256=False)
+    assert checks._fa4_tmem_fits(256, 128, kernel_256="any_v")
+    assert not checks._fa4_tmem_fits(256, 128, kernel_256=True)
 
 
 # ---------------------------------------------------------------- MoE

@@ -118,7 +118,8 @@ class Selector:
     def _select(self, requested: str | None, features: Features, platform: Platform) -> Selection:
         if platform.kind == "cpu":
             tree = self.data["platforms"]["cpu"]
-            return cpu(tree.get("kv_cache_dtypes"), requested, features, tree.get("mla"))
+            listed = tree.get("kv_cache_dtypes")
+            return cpu(listed, requested, features, tree.get("mla"), tree.get("mla_refused"))
         if platform.kind == "xpu":
             return xpu(requested, features, self.data["platforms"].get("xpu", {}).get("mla"))
         if platform.kind not in self.data["platforms"]:

@@ -11,16 +11,23 @@ __all__ = ["cpu", "xpu"]
 
 
 def cpu(
-    listed: list[str] | None, requested: str | None, f: Features, mla_only: str | None = None
+    listed: list[str] | None,
+    requested: str | None,
+    f: Features,
+    mla_only: str | None = None,
+    mla_refused: str | None = None,
 ) -> Selection:
     """``CpuPlatform.get_attn_backend_cls``: a decision tree that never validates and
     ignores a backend it does not take; the host's ISA (AMX, AVX-512) decides the rest.
     ``listed``: the KV-cache dtypes the tree accepts (``None``: before vLLM 0.33.0 it
     checks none while selecting). ``mla_only``: the one backend every MLA model takes,
-    whatever the host (vLLM 0.28.0: CPU_MLA, before AMX_MLA existed)."""
+    whatever the host (vLLM 0.28.0: CPU_MLA, before AMX_MLA existed). ``mla_refused``:
+    the error an MLA model meets, checked first (vLLM 0.27.0 has no CPU MLA backend)."""
     asked = requested or "auto"
     kv = f.kv_cache_dtype
-    if f.use_sparse:
+    if mla_refused is not None and f.use_mla:
+        refusal = mla_refused
+    elif f.use_sparse:
         refusal = "NotImplementedError: Sparse Attention is not supported on CPU."
     elif listed is None:
         return _cpu_pick(asked, requested, f, mla_only)
