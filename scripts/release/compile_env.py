@@ -146,6 +146,17 @@ OVERRIDES: dict[str, dict[str, Any]] = {
         "entry": {"kind": "rust_cli_path", "default": None},
         "note": "None unless VLLM_USE_RUST_FRONTEND or VLLM_USE_RUST_BENCH; 'auto' is the "
         "vllm-rs binary inside the installed vllm package",
+        "older": [
+            {
+                # 0.26.0: _resolve_rust_frontend_path, switched on by the frontend only
+                "source": "lambda: _resolve_rust_frontend_path()",
+                "entry": {
+                    "kind": "rust_cli_path",
+                    "default": None,
+                    "switches": ["VLLM_USE_RUST_FRONTEND"],
+                },
+            }
+        ],
     },
     "VLLM_RPC_BASE_PATH": {
         "source": "lambda: os.getenv('VLLM_RPC_BASE_PATH', tempfile.gettempdir())",
@@ -410,6 +421,9 @@ def _function_body(tree: ast.Module, name: str) -> str:
 def _override(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
     rule = OVERRIDES[name]
     text = ast.unparse(value)
+    older = next((r for r in rule.get("older", ()) if r["source"] == text), None)
+    if older is not None:  # an older release's parser, read by hand too
+        return {**older["entry"], "reads": name, "override": True}
     if rule["source"] is not None and text != rule["source"]:
         expected = rule["source"]
         raise UnclassifiedError(f"{name}: the override expects {expected!r}, vLLM has {text!r}")

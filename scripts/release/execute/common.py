@@ -91,7 +91,7 @@ OLDER = [
     "openai-harmony==0.0.8",
     "compressed-tensors==0.17.0",
 ]
-"""0.27.0-0.28.0: 0.29.0's pins, openai-harmony (``vllm.config`` imports
+"""0.24.0-0.28.0: 0.29.0's pins, openai-harmony (``vllm.config`` imports
 ``openai_harmony`` through the reasoning parsers' tool server) and the
 compressed-tensors release their wheels require."""
 
@@ -104,6 +104,9 @@ PINS = {
     "0.29.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
     "0.28.0": OLDER,
     "0.27.0": OLDER,
+    "0.26.0": OLDER,
+    "0.25.0": OLDER,
+    "0.24.0": OLDER,
 }
 """Per release, the packages whose pins differ (inside the wheel's Requires-Dist)."""
 
