@@ -78,7 +78,7 @@ def _cpu_platform_for_old_releases():
     """vLLM 0.27.0 and older take the CPU platform only from a CPU build (its version
     string) or macOS, not from VLLM_TARGET_DEVICE=cpu: there the CPU plugin is made to
     answer, as it does from 0.28.0 on."""
-    import vllm.platforms as platforms
+    from vllm import platforms
 
     plugins = getattr(platforms, "builtin_platform_plugins", {})
     cpu = plugins.get("cpu")
