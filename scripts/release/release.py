@@ -98,7 +98,13 @@ class Run:
     kept: dict[str, str] = field(default_factory=dict)
 
     def step(
-        self, name: str, cmd: list[str], *, needed: bool, env: dict[str, str] | None = None
+        self,
+        name: str,
+        cmd: list[str],
+        *,
+        needed: bool,
+        env: dict[str, str] | None = None,
+        skipped: str = "not written, the release resolves without it",
     ) -> bool:
         """Run one generator; record its wall time and outcome."""
         started = time.monotonic()
@@ -108,7 +114,7 @@ class Run:
             self.steps.append((name, wall, "ok"))
             return True
         last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["?"])[-1]
-        verdict = "FAILED" if needed else "not written, the release resolves without it"
+        verdict = "FAILED" if needed else skipped
         self.steps.append((name, wall, f"{verdict} (exit {proc.returncode}): {last[:300]}"))
         if needed:
             self.failed.append(name)
@@ -242,7 +248,8 @@ def _execute(run: Run) -> tuple[list[str], int]:
         "--out",
         str(staged),
     ]
-    if not run.step("executed MoE vectors (execute/moe.py)", cmd, needed=False):
+    skipped = "not made, the files are written; no executed cells on the to-do list"
+    if not run.step("executed MoE vectors (execute/moe.py)", cmd, needed=False, skipped=skipped):
         return ["Executed MoE vectors: not made (see the steps below)"], 0
     os.replace(staged, target)
     env = dict(os.environ)
