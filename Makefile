@@ -8,7 +8,7 @@ TRANSFORMERS_PIN := transformers==5.22.2
 PYDANTIC_PIN := pydantic==2.14.4
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check release-vectors docs clean
+.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check release release-vectors docs clean
 
 PYTHON_OK := $(shell $(PYTHON) -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
 VENV_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -68,6 +68,9 @@ releases-check: $(STAMP)  ## regenerate every release file from its wheel; must 
 	$(PY) scripts/release/check.py
 
 VERSION ?= 0.34.0
+release: $(STAMP)  ## add vLLM VERSION: its data files from the wheel, its executed MoE vectors, the maintainer's to-do list (OUT=FOLDER: a user data folder)
+	$(PY) scripts/release/release.py $(VERSION) $(if $(OUT),--out $(OUT))
+
 release-vectors:  ## execute vLLM VERSION's own MoE selection: tests/golden/vllm-VERSION/executed-moe.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
 	nice $(PYTHON) scripts/release/execute/moe.py $(VERSION)
 	$(PYTHON) scripts/release/execute/agreement.py $(VERSION) || true

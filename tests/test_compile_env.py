@@ -136,6 +136,24 @@ def test_rust_frontend_auto_is_the_installed_binary() -> None:
     assert factors["VLLM_RUST_FRONTEND_PATH"] == "/site/vllm/vllm-rs"
 
 
+def test_rust_frontend_switches_are_the_release_data() -> None:
+    # 0.34.0 turns the path on with VLLM_USE_RUST_BENCH too; an entry naming its
+    # switches (0.26.0's _resolve_rust_frontend_path reads VLLM_USE_RUST_FRONTEND only)
+    # is read with those alone
+    from kernelcfg.vllm.compile_cache.env import _Reader
+
+    data = compile_env.env_data("0.34.0")
+    bench = {"VLLM_USE_RUST_BENCH": "1", "VLLM_RUST_FRONTEND_PATH": "/opt/vllm-rs"}
+    reader = _Reader(data, bench, EnvInputs())
+    assert reader.value("VLLM_RUST_FRONTEND_PATH") == "/opt/vllm-rs"
+    entry = data["variables"]["VLLM_RUST_FRONTEND_PATH"]
+    older = {
+        **data,
+        "variables": {"VLLM_RUST_FRONTEND_PATH": {**entry, "switches": ["VLLM_USE_RUST_FRONTEND"]}},
+    }
+    assert _Reader(older, bench, EnvInputs()).value("VLLM_RUST_FRONTEND_PATH") is None
+
+
 BOOLEANS = ("1", "true", "TRUE", "")
 
 

@@ -881,9 +881,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("wheel", type=Path, help="a vllm wheel, or its unpacked folder")
     parser.add_argument("--check", action="store_true", help="exit 1 when the file would change")
+    parser.add_argument("--out", type=Path, help="where to write (default: the releases dir)")
     args = parser.parse_args()
     data = build(args.wheel)
-    out = RELEASES_DIR / f"compile-config-{data['vllm_version']}.json"
+    out: Path = args.out or RELEASES_DIR / f"compile-config-{data['vllm_version']}.json"
     return write_or_check(out, dumps(data), check=args.check)
 
 

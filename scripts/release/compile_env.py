@@ -146,6 +146,17 @@ OVERRIDES: dict[str, dict[str, Any]] = {
         "entry": {"kind": "rust_cli_path", "default": None},
         "note": "None unless VLLM_USE_RUST_FRONTEND or VLLM_USE_RUST_BENCH; 'auto' is the "
         "vllm-rs binary inside the installed vllm package",
+        "older": [
+            {
+                # 0.26.0: _resolve_rust_frontend_path, switched on by the frontend only
+                "source": "lambda: _resolve_rust_frontend_path()",
+                "entry": {
+                    "kind": "rust_cli_path",
+                    "default": None,
+                    "switches": ["VLLM_USE_RUST_FRONTEND"],
+                },
+            }
+        ],
     },
     "VLLM_RPC_BASE_PATH": {
         "source": "lambda: os.getenv('VLLM_RPC_BASE_PATH', tempfile.gettempdir())",
@@ -171,6 +182,13 @@ OVERRIDES: dict[str, dict[str, Any]] = {
             "str(max(1, min(os.cpu_count() or 1, 2)))))"
         ),
         "entry": {"kind": "int", "default_from": "cpu_count_up_to_2"},
+    },
+    "VLLM_TRITON_ATTN_USE_TD": {
+        # 0.28.0 and older: the renamed variable stays registered; its parser warns
+        # when it is set and returns None (a map that matches nothing: always None)
+        "source": "lambda: _deprecated_triton_attn_use_td()",
+        "entry": {"kind": "map", "mapping": {}, "strip": False, "default": None},
+        "note": "renamed to VLLM_TRITON_USE_TD: a warning when set, the value always None",
     },
     "VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME": {
         "source": None,  # a generated name; its factory changed between releases
@@ -403,6 +421,9 @@ def _function_body(tree: ast.Module, name: str) -> str:
 def _override(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
     rule = OVERRIDES[name]
     text = ast.unparse(value)
+    older = next((r for r in rule.get("older", ()) if r["source"] == text), None)
+    if older is not None:  # an older release's parser, read by hand too
+        return {**older["entry"], "reads": name, "override": True}
     if rule["source"] is not None and text != rule["source"]:
         expected = rule["source"]
         raise UnclassifiedError(f"{name}: the override expects {expected!r}, vLLM has {text!r}")
@@ -414,7 +435,22 @@ def _override(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
 def classify(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
     """One variable's parser as a kind and its parameters."""
     if name in OVERRIDES:
-        return _override(name, value, tree)
+        try:
+            return _override(name, value, tree)
+        except UnclassifiedError:
+            # an older release reads the variable plainly (0.27.0's
+            # VLLM_COMPUTE_NANS_IN_LOGITS has no VLLM_RAISE_ON_LOGIT_NANS yet): the
+            # classifier takes it when it can, else the override's mismatch stands
+            try:
+                return _mechanical(name, value)
+            except UnclassifiedError:
+                pass
+            raise
+    return _mechanical(name, value)
+
+
+def _mechanical(name: str, value: ast.expr) -> dict[str, Any]:
+    """A parser the classifier reads from its shape."""
     if isinstance(value, ast.Call):
         found = _choices_entry(value)
         if found is not None:
@@ -498,9 +534,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("wheel", type=Path, help="a vllm wheel, or its unpacked folder")
     parser.add_argument("--check", action="store_true", help="exit 1 when the file would change")
+    parser.add_argument("--out", type=Path, help="where to write (default: the releases dir)")
     args = parser.parse_args()
     data = build(args.wheel)
-    out = RELEASES_DIR / f"env-{data['vllm_version']}.json"
+    out: Path = args.out or RELEASES_DIR / f"env-{data['vllm_version']}.json"
     return write_or_check(out, dumps(data), check=args.check)
 
 

@@ -300,6 +300,29 @@ def module_constant(src: Source, rel: str, name: str) -> Any:
     raise ValueError(f"{name} not found in {rel}")
 
 
+def breakable_architectures(src: Source) -> Any:
+    """The architectures that turn breakable CUDA graphs on by default: the module
+    constant ``DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES`` (0.29.0 on), else (0.28.0 and
+    older) the tuple ``VllmConfig.__post_init__`` tests the model's architectures
+    against, in the ``if`` that sets ``VLLM_USE_BREAKABLE_CUDAGRAPH``."""
+    rel = "vllm/config/vllm.py"
+    try:
+        return module_constant(src, rel, "DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES")
+    except ValueError:
+        pass
+    for node in ast.walk(ast.parse(src.text(rel))):
+        if not isinstance(node, ast.If) or "VLLM_USE_BREAKABLE_CUDAGRAPH" not in ast.unparse(
+            node.test
+        ):
+            continue
+        for inner in ast.walk(node.test):
+            if isinstance(inner, ast.Compare) and isinstance(inner.ops[0], ast.In):
+                found = inner.comparators[0]
+                if isinstance(found, ast.Tuple | ast.Set | ast.List):
+                    return sorted(_jsonable(_const(found, {})))
+    raise ValueError(f"no default breakable CUDA-graph architectures found in {rel}")
+
+
 def _assigned_dict(tree: ast.AST, name: str) -> ast.Dict | None:
     """The dict literal assigned (plainly or with an annotation) to ``name``."""
     for node in ast.walk(tree):
@@ -351,9 +374,7 @@ def build(path: Path, rules: dict[str, Any]) -> dict[str, Any]:
             if not f.startswith("_")
         ),
         "compilation_fields": class_fields(src, "vllm/config/compilation.py", "CompilationConfig"),
-        "breakable_cudagraph_architectures": module_constant(
-            src, "vllm/config/vllm.py", "DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES"
-        ),
+        "breakable_cudagraph_architectures": breakable_architectures(src),
         "envs": env_names(src),
         **({"envs_removed": found} if (found := removed_envs(src)) else {}),
         "rules": rules,

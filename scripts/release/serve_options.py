@@ -133,9 +133,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dump", help="a parser dump (scripts/release/serve_parser/dump.py output)")
     parser.add_argument("--check", action="store_true", help="compare, do not write")
+    parser.add_argument("--out", type=Path, help="where to write (default: the releases dir)")
     args = parser.parse_args()
     data = compact(json.loads(Path(args.dump).read_text(encoding="utf-8")))
-    path = OUT_DIR / f"serve-{data['vllm_version']}.json"
+    path: Path = args.out or OUT_DIR / f"serve-{data['vllm_version']}.json"
     text = render(data)
     if args.check:
         same = path.exists() and path.read_text(encoding="utf-8") == text

@@ -261,7 +261,7 @@ class _Reader:
         if only is not None and not self.condition(only):
             return entry["default"]
         if entry["kind"] == "rust_cli_path":
-            return self._rust_cli_path(name)
+            return self._rust_cli_path(name, entry)
         default = self.default(entry)
         raw = self.environ.get(entry.get("reads", name))
         if "or_var" in entry:
@@ -284,13 +284,13 @@ class _Reader:
             return entry["positive_or"]
         return value
 
-    def _rust_cli_path(self, name: str) -> str | None:
+    def _rust_cli_path(self, name: str, entry: Mapping[str, Any]) -> str | None:
         """``_resolve_rust_cli_path``: the vllm-rs binary, only when the Rust frontend
-        (or its benchmark) is switched on."""
+        (or its benchmark) is switched on (``switches``: the variables that do, where
+        a release has fewer)."""
         env = self.environ
-        use = bool(int(env.get("VLLM_USE_RUST_FRONTEND", "0"))) or bool(
-            int(env.get("VLLM_USE_RUST_BENCH", "0"))
-        )
+        switches = entry.get("switches", ("VLLM_USE_RUST_FRONTEND", "VLLM_USE_RUST_BENCH"))
+        use = any(bool(int(env.get(s, "0"))) for s in switches)
         raw = env.get(name, "auto")
         if not use:
             return None

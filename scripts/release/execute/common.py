@@ -84,6 +84,17 @@ COMMON = [
 """What ``import vllm.model_executor.layers.fused_moe`` needs beside torch, at the
 versions the serve-parser venv uses (scripts/release/serve_parser/constraints-common.txt)."""
 
+OLDER = [
+    "transformers==5.17.0",
+    "huggingface_hub==1.33.0",
+    "httpx==0.28.1",
+    "openai-harmony==0.0.8",
+    "compressed-tensors==0.17.0",
+]
+"""0.24.0-0.28.0: 0.29.0's pins, openai-harmony (``vllm.config`` imports
+``openai_harmony`` through the reasoning parsers' tool server) and the
+compressed-tensors release their wheels require."""
+
 PINS = {
     "0.34.0": ["transformers==5.22.2", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
     "0.33.0": ["transformers==5.20.2", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
@@ -91,7 +102,11 @@ PINS = {
     "0.31.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
     "0.30.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
     "0.29.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
-    "0.28.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
+    "0.28.0": OLDER,
+    "0.27.0": OLDER,
+    "0.26.0": OLDER,
+    "0.25.0": OLDER,
+    "0.24.0": OLDER,
 }
 """Per release, the packages whose pins differ (inside the wheel's Requires-Dist)."""
 
@@ -124,20 +139,22 @@ def _pip(venv: Path, *args: str) -> None:
 
 def ensure_venv(version: str) -> Path:
     """The release's venv: CPU torch first (so pip never pulls a CUDA build), the import
-    dependencies, then the wheel with ``--no-deps``. A marker file says it is complete."""
+    dependencies, then the wheel with ``--no-deps``. A marker file says it is complete,
+    with which pins (changed pins are installed again)."""
     venv = venv_path(version)
     marker = venv / ".kernelcfg-complete"
-    if marker.is_file():
-        return venv
     if version not in PINS:
         raise SystemExit(f"no pins for vLLM {version}: add them to PINS in {__file__}")
+    stamp = "\n".join([version, TORCH_PIN, *COMMON, *PINS[version]]) + "\n"
+    if marker.is_file() and marker.read_text(encoding="utf-8") == stamp:
+        return venv
     if not (venv / "bin" / "python").is_file():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     _pip(venv, TORCH_PIN)
     constraints = REPO / "scripts" / "release" / "serve_parser" / "constraints-common.txt"
     _pip(venv, "-c", str(constraints), *COMMON, *PINS[version])
     _pip(venv, "--no-deps", "--force-reinstall", str(wheel(version)))
-    marker.write_text(version + "\n", encoding="utf-8")
+    marker.write_text(stamp, encoding="utf-8")
     return venv
 
 

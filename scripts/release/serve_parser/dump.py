@@ -74,9 +74,23 @@ class _Captured(BaseException):
         self.parser = parser
 
 
+def _cpu_platform_for_old_releases():
+    """vLLM 0.27.0 and older take the CPU platform only from a CPU build (its version
+    string) or macOS, not from VLLM_TARGET_DEVICE=cpu: there the CPU plugin is made to
+    answer, as it does from 0.28.0 on."""
+    from vllm import platforms
+
+    plugins = getattr(platforms, "builtin_platform_plugins", {})
+    cpu = plugins.get("cpu")
+    if cpu is not None and cpu() is None:
+        plugins["cpu"] = lambda: "vllm.platforms.cpu.CpuPlatform"
+        platforms._current_platform = None  # resolved again, as the CPU platform
+
+
 def capture(force_help: bool = False):
     """Return (top_level_parser, serve_parser, serve_subcommand_instance)."""
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    _cpu_platform_for_old_releases()
     saved_argv = sys.argv
     sys.argv = ["vllm", "serve"]
     try:

@@ -81,14 +81,16 @@ class Context:
         version = self._fa_requested(major)
         if version == 3 and major == 9 and self.fa_available(4):
             version = 4 if _fa3_to_fa4(head_size, head_size_v, has_sinks) else 3
+        kernel_256 = self._fa4_hd256_kernel()
         if (
             version == 4
             and major in (10, 11)
+            and kernel_256 is True
             and _fa4_hd256(head_size, head_size_v)
             and (not hd256 or self._hd256_fallback(has_sinks, block_size))
         ):
             version = 2
-        if version == 4 and major >= 10 and not _fa4_tmem_fits(head_size, head_size_v):
+        if version == 4 and major >= 10 and not _fa4_tmem_fits(head_size, head_size_v, kernel_256):
             version = 2
         return version if self.fa_available(version) else None
 
@@ -139,6 +141,14 @@ class Context:
         )
         return ((version == 3 or sm90_fa4) and major == 9) or (version == 4 and major == 10)
 
+    def _fa4_hd256_kernel(self) -> bool | str:
+        """How FA4 serves head size 256 on Blackwell: ``True``, its dedicated kernel, with
+        the fallbacks to FA2 (vLLM 0.29.0 on); ``False``, not at all (0.28.0);
+        ``"any_v"``, whatever the V head size, without those fallbacks (0.27.0, which
+        falls back for local attention only, a layer fact kernelcfg does not read)."""
+        found: bool | str = self.facts["flash_attn"].get("fa4_hd256", True)
+        return found
+
     def _fa4_fp8_kv_on_sm90(self) -> bool:
         """Whether FA4 serves an FP8 KV cache on SM90 (head size 512, from vLLM 0.31.0);
         0.29.0 and 0.30.0 take FP8 KV on SM90 from FA3 only."""
@@ -159,12 +169,17 @@ def _fa4_hd256(head_size: int | None, head_size_v: int | None) -> bool:
     return head_size == 256 and head_size_v in (None, 256)
 
 
-def _fa4_tmem_fits(head_size: int | None, head_size_v: int | None) -> bool:
-    """FA4's head sizes on Blackwell, bounded by TMEM: up to 128, 256 (V 256), or 192
-    with V 128."""
+def _fa4_tmem_fits(head_size: int | None, head_size_v: int | None, kernel_256: bool | str) -> bool:
+    """FA4's head sizes on Blackwell, bounded by TMEM: up to 128, 256 (V 256 where the
+    release has the dedicated kernel, any V where ``kernel_256`` is ``"any_v"``, none where
+    it is ``False``), or 192 with V 128."""
     if head_size is None or head_size <= 128:
         return True
-    return _fa4_hd256(head_size, head_size_v) or (head_size == 192 and head_size_v == 128)
+    if kernel_256 == "any_v":
+        hd256 = head_size == 256
+    else:
+        hd256 = kernel_256 is True and _fa4_hd256(head_size, head_size_v)
+    return hd256 or (head_size == 192 and head_size_v == 128)
 
 
 def _tri_in(value: Any, allowed: list[Any]) -> Tri:
@@ -438,6 +453,8 @@ def _sink(facts: Mapping[str, Any], ctx: Context) -> Tri:
         answer = ctx.has("flashinfer") and (ctx.p.capability == (9, 0) or ctx.p.major in (10, 12))
     elif rule == "trtllm_sm100_sm120":  # vLLM 0.29.0: no TRT-LLM sinks on SM90 yet
         answer = ctx.has("flashinfer") and ctx.p.major in (10, 12)
+    elif rule == "trtllm_sm100":  # vLLM 0.27.0: the SM100 trtllm-gen path only
+        answer = ctx.has("flashinfer") and ctx.p.major == 10
     else:
         answer = bool(rule)
     if ctx.f.has_sink is None:

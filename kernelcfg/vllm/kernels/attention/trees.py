@@ -24,11 +24,15 @@ def cpu(
     ``platform``: the release's CPU facts (``kv_cache_dtypes``, the KV-cache dtypes the
     tree accepts, absent before vLLM 0.33.0, which checks none while selecting; ``host``,
     what the host's features decide). ``host``: the target's host-feature words
-    (``None``: not known, and what they decide "depends")."""
+    (``None``: not known, and what they decide "depends"). ``mla_refused``, where a
+    release has it: the error every MLA model meets, checked first (vLLM 0.27.0 has no CPU
+    MLA backend)."""
     asked = requested or "auto"
     kv = f.kv_cache_dtype
     listed = platform.get("kv_cache_dtypes")
-    if f.use_sparse:
+    if f.use_mla and platform.get("mla_refused") is not None:
+        refusal = str(platform["mla_refused"])
+    elif f.use_sparse:
         refusal = "NotImplementedError: Sparse Attention is not supported on CPU."
     elif listed is None:
         return _cpu_pick(asked, requested, f, platform.get("host", {}), host)
@@ -84,7 +88,8 @@ def _cpu_mla(
     if host is None:
         first, *rest = order
         if not first.get("needs"):
-            return Selection(asked, "selected", str(first["backend"]), ())
+            pick = Selection(asked, "selected", str(first["backend"]), ())
+            return _ignored(asked, requested, pick, takes)
         text = (
             f"{first['backend']} on a host with {' and '.join(first['needs'])} (AMX tiles: Intel "
             f"Xeon 4th generation and newer), {rest[-1]['backend'] if rest else 'none'} "
