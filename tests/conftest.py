@@ -49,8 +49,9 @@ def _no_user_releases(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def golden_versions() -> list[str]:
-    """Releases with both a kernelcfg data file and golden vectors."""
-    have = {p.name.removeprefix("vllm-") for p in GOLDEN.iterdir() if p.is_dir()}
+    """Releases with both a kernelcfg data file and vectors of vLLM's own ``KernelConfig``
+    (``cases.json``; a release may have only the vectors of its executed selection)."""
+    have = {p.name.removeprefix("vllm-") for p in GOLDEN.iterdir() if (p / "cases.json").is_file()}
     return [v for v in releases.known_versions() if v in have]
 
 
