@@ -220,12 +220,27 @@ def stub_libraries(venv: Path) -> Path:
     return out_dir
 
 
+VERSION_QUERIES = ("cudaRuntimeGetVersion", "cudaDriverGetVersion", "cuDriverGetVersion")
+"""Stand-ins that answer the CUDA version (through their pointer) instead of leaving it
+unset: the compiled support queries compare it (CUTLASS FP4 needs a runtime >= 12.8)."""
+
+
+def _version_query(name: str, soname: str) -> str:
+    """The version a ``libcudart.so.N`` of that major release reports (N.0; 12.9 for 12)."""
+    major = re.search(r"\.so\.(\d+)", soname)
+    number = int(major.group(1)) if major and major.group(1) != "1" else 13
+    version = 12090 if number == 12 else number * 1000
+    return f"long {name}(int *v) {{ if (v) *v = {version}; return 0; }}"
+
+
 def _compile_stub(out_dir: Path, soname: str, symbols: dict[str, tuple[str, str]]) -> None:
     lines = ["/* stand-in written by scripts/release/execute/common.py */"]
     versions = sorted({v for v, _ in symbols.values() if v})
     for name, (_, kind) in sorted(symbols.items()):
         if kind == "OBJECT":
             lines.append(f"char {name}[256];")
+        elif name in VERSION_QUERIES:
+            lines.append(_version_query(name, soname))
         else:
             lines.append(f"long {name}(void) {{ return 0; }}")
     source = out_dir / (soname.replace(".", "_") + ".c")

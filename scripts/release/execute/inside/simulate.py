@@ -271,14 +271,15 @@ class _Text:
         self.model_type = model_type
 
 
-def model_context(model_type: str) -> Any:
-    """vLLM's current config as the oracles read it: a default ``VllmConfig`` whose
-    model config is a stand-in holding only the model type (``hf_text_config``,
-    ``hf_config``) and dtype, set with vLLM's own ``set_current_vllm_config``."""
+def model_context(model_type: str, **config_fields: Any) -> Any:
+    """vLLM's current config as the oracles read it: a ``VllmConfig`` (default, or with
+    ``config_fields`` such as a ``kernel_config``) whose model config is a stand-in
+    holding only the model type (``hf_text_config``, ``hf_config``) and dtype, set with
+    vLLM's own ``set_current_vllm_config``."""
     import torch
     from vllm.config import VllmConfig, set_current_vllm_config
 
-    config = VllmConfig()
+    config = VllmConfig(**config_fields)
     stand_in = types.SimpleNamespace(
         hf_config=_Text(model_type),
         hf_text_config=_Text(model_type),
@@ -289,3 +290,112 @@ def model_context(model_type: str) -> Any:
     )
     object.__setattr__(config, "model_config", stand_in)
     return set_current_vllm_config(config)
+
+
+# ---------------------------------------------------------------- more of the simulation
+# (used by the linear / attention / top-k drivers; additive: the MoE driver does not
+# call these)
+CONSTANT_LINE = r"^([A-Z][A-Z0-9_]*)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*$"
+
+
+class ImportTimeConstants:
+    """Module constants vLLM computes once at import from the device (``NAME = f()``,
+    e.g. ``CUTLASS_BLOCK_FP8_SUPPORTED = cutlass_block_fp8_supported()``): found in the
+    loaded vLLM modules' source, recomputed by calling the same function for each target,
+    and rebound wherever the name was imported."""
+
+    def __init__(self) -> None:
+        import re
+
+        self.found: list[tuple[Any, str, Any]] = []
+        for module in list(sys.modules.values()):
+            name = getattr(module, "__name__", "") or ""
+            if not name.startswith("vllm") or not isinstance(module, types.ModuleType):
+                continue
+            try:
+                source = inspect.getsource(module)
+            except (OSError, TypeError):
+                continue
+            for const, fn_name in re.findall(CONSTANT_LINE, source, flags=re.M):
+                fn = vars(module).get(fn_name)
+                if callable(fn) and (_mentions_device(fn) or "supported" in fn_name):
+                    self.found.append((module, const, fn))
+        self.users: dict[str, list[Any]] = {}
+        for _module, const, _fn in self.found:
+            self.users[const] = [
+                m
+                for m in list(sys.modules.values())
+                if isinstance(m, types.ModuleType)
+                and (getattr(m, "__name__", "") or "").startswith("vllm")
+                and const in vars(m)
+            ]
+
+    def refresh(self) -> None:
+        for module, const, fn in self.found:
+            try:
+                value = fn()
+            except Exception:
+                continue
+            for user in self.users.get(const, [module]):
+                setattr(user, const, value)
+
+    def describe(self) -> list[str]:
+        return sorted(f"{m.__name__}.{c} = {f.__name__}()" for m, c, f in self.found)
+
+
+class _AnyAttribute(types.ModuleType):
+    """A stand-in for an installed library's submodule: every attribute exists, and
+    calling one answers yes (the library's own support queries, e.g. B12X's
+    ``blockscaled.is_supported()``, say supported)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: True
+
+
+def stand_in_submodules(libs: frozenset[str]) -> list[str]:
+    """The library lookups that vLLM's device-reading probes and kernel checks make
+    beside the probes ``Worlds`` replaces, answered for the world: each
+    ``_get_submodule`` (FlashInfer's and B12X's lazy imports) returns a stand-in module
+    for a library the world installs, and ``find_spec`` where a module imported it by
+    name (``from importlib.util import find_spec``) a stand-in spec; other names are
+    looked up for real. Returns what was replaced."""
+    import importlib.machinery
+    import importlib.util
+
+    replaced = []
+
+    def installed(name: str) -> bool:
+        top = name.split(".", maxsplit=1)[0]
+        return top in LIBRARY_MODULES and LIBRARY_MODULES[top] in libs
+
+    for mod_name in ("vllm.utils.flashinfer", "vllm.utils.b12x"):
+        module = sys.modules.get(mod_name)
+        if module is None or not hasattr(module, "_get_submodule"):
+            continue
+        original = vars(module).setdefault("_kernelcfg_original", module._get_submodule)
+
+        def get_submodule(name: str, _original: Any = original) -> Any:
+            return _AnyAttribute(name) if installed(name) else _original(name)
+
+        module._get_submodule = get_submodule
+        replaced.append(f"{mod_name}._get_submodule")
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        top = name.split(".", maxsplit=1)[0]
+        if top in LIBRARY_MODULES:
+            return importlib.machinery.ModuleSpec(name, None) if installed(name) else None
+        return real(name, *args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", "") or ""
+        if name.startswith("vllm") and isinstance(module, types.ModuleType):
+            bound = vars(module).get("find_spec")
+            if bound is real or getattr(bound, "_kernelcfg", False):
+                module.find_spec = find_spec
+                replaced.append(f"{name}.find_spec")
+    find_spec._kernelcfg = True  # type: ignore[attr-defined]
+    return sorted(set(replaced))
