@@ -43,6 +43,40 @@ def linear_cells(ours: dict[str, Any], theirs: dict[str, Any]) -> Iterator[Cell]
                     yield (target, layer, world), mine["outcomes"][cell], gold["outcomes"][oid]
 
 
+ATTENTION_WORLDS = {"wheel": "pip", "docker": "image", "extras": "all"}
+"""Real vLLM's attention vectors name the installs wheel / docker / extras."""
+
+
+def attention_cells(ours: dict[str, Any], theirs: dict[str, Any]) -> Iterator[Cell]:
+    """The ``auto`` cells: pick and candidates."""
+    mine, gold = ours["auto"], theirs["auto"]
+    for target, by_feature in gold["index"].items():
+        for feature, by_world in by_feature.items():
+            for world, oid in by_world.items():
+                node = mine["index"].get(target, {}).get(feature, {})
+                cell = node.get(ATTENTION_WORLDS.get(world, ""))
+                if cell is not None:
+                    yield (target, feature, world), mine["outcomes"][cell], gold["outcomes"][oid]
+
+
+def attention_explicit_cells(ours: dict[str, Any], theirs: dict[str, Any]) -> Iterator[Cell]:
+    """Each explicit ``--attention-backend`` value: honoured, ignored or refused."""
+    mine, gold = ours["explicit"], theirs["explicit"]
+    my_backends = ours["meta"]["backends"]
+    for target, by_feature in gold["index"].items():
+        for feature, by_world in by_feature.items():
+            for world, ids in by_world.items():
+                node = mine["index"].get(target, {}).get(feature, {})
+                numbers = node.get(ATTENTION_WORLDS.get(world, ""))
+                if numbers is None:
+                    continue
+                for backend, oid in zip(theirs["meta"]["backends"], ids, strict=True):
+                    if backend not in my_backends:
+                        continue
+                    got = mine["outcomes"][numbers[my_backends.index(backend)]]
+                    yield (target, backend, world), got, gold["outcomes"][oid]
+
+
 LINEAR_FIELDS = ("status", "kernel")
 """Compared for the headline; candidates and trials are counted apart."""
 
@@ -98,6 +132,20 @@ KINDS = {
         linear_cells,
         LINEAR_FIELDS,
         ("candidates", "trials"),
+    ),
+    "attention": (
+        "executed-attention.json",
+        "attention-picks.json",
+        attention_cells,
+        ("status", "backend"),
+        ("candidates",),
+    ),
+    "attention-explicit": (
+        "executed-attention.json",
+        "attention-picks.json",
+        attention_explicit_cells,
+        ("status",),
+        ("message",),
     ),
 }
 """kind -> (our file, real vLLM's file, cell reader, headline fields, counted fields)."""

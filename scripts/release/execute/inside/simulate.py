@@ -343,15 +343,28 @@ class ImportTimeConstants:
         return sorted(f"{m.__name__}.{c} = {f.__name__}()" for m, c, f in self.found)
 
 
+class _Anything(type):
+    """A stand-in library object: a class (so annotations like ``X | None`` and
+    subclassing work) whose attributes are stand-ins too and whose call answers yes
+    (the library's own support queries, e.g. B12X's ``blockscaled.is_supported()``,
+    say supported)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return True
+
+
 class _AnyAttribute(types.ModuleType):
-    """A stand-in for an installed library's submodule: every attribute exists, and
-    calling one answers yes (the library's own support queries, e.g. B12X's
-    ``blockscaled.is_supported()``, say supported)."""
+    """A stand-in for an installed library's (sub)module: every attribute exists."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        return lambda *a, **k: True
+        return _Anything(name, (), {})
 
 
 def stand_in_submodules(libs: frozenset[str]) -> list[str]:
@@ -377,7 +390,9 @@ def stand_in_submodules(libs: frozenset[str]) -> list[str]:
         original = vars(module).setdefault("_kernelcfg_original", module._get_submodule)
 
         def get_submodule(name: str, _original: Any = original) -> Any:
-            return _AnyAttribute(name) if installed(name) else _original(name)
+            if name.split(".", maxsplit=1)[0] in LIBRARY_MODULES:
+                return _AnyAttribute(name) if installed(name) else None
+            return _original(name)
 
         module._get_submodule = get_submodule
         replaced.append(f"{mod_name}._get_submodule")
@@ -399,3 +414,84 @@ def stand_in_submodules(libs: frozenset[str]) -> list[str]:
                 replaced.append(f"{name}.find_spec")
     find_spec._kernelcfg = True  # type: ignore[attr-defined]
     return sorted(set(replaced))
+
+
+class _StandInFinder:
+    """Import hook: ``import NAME`` (and its submodules) gives a stand-in module for the
+    packages named, where the real one is not installed in the venv."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.machinery
+
+        if not any(fullname == n or fullname.startswith(n + ".") for n in self.names):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: Any) -> Any:
+        module = _AnyAttribute(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        return None
+
+
+def install_stand_in_packages(names: list[str], placeholders: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+    """Make the named packages importable as stand-ins (those really installed are left
+    alone), and the ``placeholders`` (dotted package names, e.g. a vLLM subpackage
+    whose import chain needs GPU-only libraries) stand-ins even where installed; returns
+    the names served. For packages that a release's install brings and whose import
+    vLLM's selection modules need (e.g. ``flashinfer-python``, importable with ``pip
+    install vllm`` even where its kernels are off)."""
+    import importlib.util
+
+    served = frozenset(
+        [n for n in names if importlib.util.find_spec(n) is None] + list(placeholders)
+    )
+    if served:
+        sys.meta_path.insert(0, _StandInFinder(served))
+    return sorted(served)
+
+
+def stand_in_torch_cuda() -> list[str]:
+    """CPU torch answering the device queries backend modules make at import, from the
+    current target: ``torch.cuda.get_device_properties`` (name, capability, SM count,
+    memory; ``gcnArchName`` is the device name, as on a CUDA torch), and tensors
+    allocated on ``cuda`` at import (workspaces) go to the ``meta`` device. Nothing is
+    computed on them. Returns what was replaced."""
+    import torch
+
+    def properties(device: Any = None) -> Any:
+        cc = PROXY.get_device_capability()
+        name = PROXY.get_device_name()
+        return types.SimpleNamespace(
+            name=name,
+            gcnArchName=name,
+            major=cc.major,
+            minor=cc.minor,
+            multi_processor_count=132,
+            total_memory=80 * 1024**3,
+            L2_cache_size=50 * 1024**2,
+        )
+
+    torch.cuda.get_device_properties = properties
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device_count = lambda: 8
+    replaced = ["torch.cuda.get_device_properties", "torch.cuda.current_device"]
+
+    def on_meta(factory: Any) -> Any:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            device = kwargs.get("device")
+            if device is not None and str(device).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return factory(*args, **kwargs)
+
+        return make
+
+    for name in ("empty", "zeros", "ones", "full", "arange"):
+        setattr(torch, name, on_meta(getattr(torch, name)))
+        replaced.append(f"torch.{name} (device cuda -> meta)")
+    return replaced
