@@ -5,8 +5,9 @@ own ``select_*_moe_backend`` run on simulated CUDA targets by
 backend enum and experts class.
 
 Cells where the executor could not run vLLM's code to the end (a library's own Python
-it imports is not in the throwaway venv: ``ModuleNotFoundError``) say nothing about
-vLLM and are left out, counted."""
+it imports is not in the throwaway venv: ``ModuleNotFoundError``) would say nothing
+about vLLM; since Humming and cuda-bindings are installed there
+(``scripts/release/execute/extras.py``) there are none."""
 
 from __future__ import annotations
 
@@ -92,5 +93,5 @@ def test_kernelcfg_picks_what_vllm_0_34_executed() -> None:
         if got != want:
             wrong.append((target, variant, model, layout, world, got, want))
     assert compared > 200
-    assert gaps < compared
+    assert gaps == 0
     assert wrong == []
