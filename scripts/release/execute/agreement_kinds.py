@@ -77,6 +77,29 @@ def attention_explicit_cells(ours: dict[str, Any], theirs: dict[str, Any]) -> It
                     yield (target, backend, world), got, gold["outcomes"][oid]
 
 
+def topk_cells(ours: dict[str, Any], theirs: dict[str, Any]) -> Iterator[Cell]:
+    """``auto`` (the backend) and each explicit value real vLLM's vectors judged
+    (``accepted`` = ours ``selected``; ``refused: reason`` = ours ``refused``)."""
+    mine, gold = ours["topk"], theirs["sparse_indexer_topk"]
+    for target, by_shape in gold["index"].items():
+        for shape, by_world in by_shape.items():
+            for world, oid in by_world.items():
+                node = mine["index"].get(target, {}).get(shape, {}).get(WORLDS[world])
+                if node is None:
+                    continue
+                want = gold["outcomes"][oid]
+                yield (target, "auto", world), mine["outcomes"][node["auto"]], want
+                for value, verdict in want.get("explicit_values_if_requested", {}).items():
+                    if value not in node:
+                        continue
+                    got = mine["outcomes"][node[value]]
+                    if verdict == "accepted":
+                        expected = {"status": "selected", "backend": value}
+                    else:
+                        expected = {"status": "refused", "backend": None}
+                    yield (target, value, world), got, expected
+
+
 LINEAR_FIELDS = ("status", "kernel")
 """Compared for the headline; candidates and trials are counted apart."""
 
@@ -146,6 +169,13 @@ KINDS = {
         attention_explicit_cells,
         ("status",),
         ("message",),
+    ),
+    "topk": (
+        "executed-topk.json",
+        "auto-picks.json",
+        topk_cells,
+        ("status", "backend"),
+        (),
     ),
 }
 """kind -> (our file, real vLLM's file, cell reader, headline fields, counted fields)."""
