@@ -68,9 +68,8 @@ releases-check: $(STAMP)  ## regenerate every release file from its wheel; must 
 	$(PY) scripts/release/check.py
 
 VERSION ?= 0.34.0
-release-vectors:  ## execute vLLM VERSION's own MoE selection: tests/golden/vllm-VERSION/executed-moe.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
-	nice $(PYTHON) scripts/release/execute/moe.py $(VERSION)
-	$(PYTHON) scripts/release/execute/agreement.py $(VERSION) || true
+release-vectors:  ## execute vLLM VERSION's own MoE / linear / attention / top-k selection: tests/golden/vllm-VERSION/executed-*.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
+	nice $(PYTHON) scripts/release/execute/all.py $(VERSION)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

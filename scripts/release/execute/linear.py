@@ -181,6 +181,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         "weight_shape": SHAPE,
         "choosers_found": answer["found"]["choosers"],
         "linear_backend_values": answer["found"]["linear_backend_values"],
+        "backend_kernels": answer["found"].get("backend_kernels", {}),
         "not_run": {
             "ROCm, CPU, XPU targets": "only CUDA targets are simulated so far",
             "linear_backend_per_quant": "per-scheme overrides not varied",

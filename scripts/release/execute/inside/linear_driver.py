@@ -327,6 +327,10 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     log = Log(module)
     values = _values()
     found["linear_backend_values"] = values
+    found["backend_kernels"] = {
+        value: sorted(k.__name__ for k in kernels)
+        for value, kernels in getattr(module, "_LINEAR_BACKEND_KERNEL_MAP", {}).items()
+    }
     found["kernel_classes"] = len(log.classes)
     configs = _configs(values)
     constants = simulate.ImportTimeConstants()
