@@ -1,7 +1,7 @@
-"""``--attention-backend`` against the vectors the project executed itself: vLLM
-0.34.0's own ``CudaPlatform.get_attn_backend_cls`` / ``get_valid_backends`` and each
+"""``--attention-backend`` against the vectors the project executed itself: each
+release's own ``CudaPlatform.get_attn_backend_cls`` / ``get_valid_backends`` and each
 backend's ``validate_configuration``, run on simulated CUDA targets by
-``scripts/release/execute/attention.py`` (``golden/vllm-0.34.0/executed-attention.json``;
+``scripts/release/execute/attention.py`` (``golden/vllm-X.Y.Z/executed-attention.json``;
 its ``meta`` says what was simulated).
 
 Every ``auto`` cell (target x install x model feature set): the pick, and the candidates
@@ -11,10 +11,7 @@ a CUDA backend in an install exactly where vLLM raises, and honours it where vLL
 from __future__ import annotations
 
 import hashlib
-import json
 from functools import cache
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,42 +20,32 @@ from kernelcfg.vllm.kernels.attention.facts import Features, Selection
 from kernelcfg.vllm.kernels.attention.features import features, platform_of
 from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
+from .executed import RELEASES, load
+
 pytestmark = pytest.mark.golden
 
-FILE = Path(__file__).resolve().parent / "golden" / "vllm-0.34.0" / "executed-attention.json"
 SAMPLE = 8
 """One explicit (target, feature, world, backend) cell in SAMPLE is checked."""
 
 
-def _load() -> dict[str, Any]:
-    with FILE.open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
-
-
-DATA = _load()
-VERSION = DATA["meta"]["vllm_version"]
-FEATURES = {f["id"]: f for f in DATA["meta"]["features"]}
-
-
 @cache
-def _selector() -> Selector:
-    found = selector(VERSION)
+def _selector(version: str) -> Selector:
+    found = selector(version)
     assert found is not None
     return found
 
 
 @cache
-def _target(name: str) -> Target:
-    spec = DATA["meta"]["platform"]["targets"][name]
+def _target(version: str, name: str) -> Target:
+    spec = load(version, "attention")["meta"]["platform"]["targets"][name]
     return next(p for p in PRESETS.values() if p.device == spec["device_name"])
 
 
 @cache
-def _features(feature: str) -> Features:
-    spec = FEATURES[feature]
+def _features(version: str, feature: str) -> Features:
+    spec = next(f for f in load(version, "attention")["meta"]["features"] if f["id"] == feature)
     return features(
-        _selector(),
+        _selector(version),
         spec["hf_config"],
         None,
         dtype=spec["dtype"],
@@ -67,28 +54,31 @@ def _features(feature: str) -> Features:
     )
 
 
-def _select(target: str, feature: str, backend: str | None, world: str) -> Selection:
-    model = _selector()
-    env = DATA["meta"]["worlds"][world].get("env", {})
-    where = platform_of(model, _target(target), world, env)
-    return model.select(backend, _features(feature), where)
+def _select(version: str, target: str, feature: str, backend: str | None, world: str) -> Selection:
+    model = _selector(version)
+    env = load(version, "attention")["meta"]["worlds"][world].get("env", {})
+    where = platform_of(model, _target(version, target), world, env)
+    return model.select(backend, _features(version, feature), where)
 
 
-def test_meta_says_what_was_simulated() -> None:
-    meta = DATA["meta"]
+@pytest.mark.parametrize("version", RELEASES)
+def test_meta_says_what_was_simulated(version: str) -> None:
+    meta = load(version, "attention")["meta"]
+    assert meta["vllm_version"] == version
     assert set(meta["worlds"]) == {"pip", "image", "all"}
     assert len(meta["features"]) == 60
     assert meta["probes"]["replaced"], "the library probes replaced are listed"
 
 
-def test_kernelcfg_picks_what_vllm_0_34_executed_on_auto() -> None:
-    auto = DATA["auto"]
+@pytest.mark.parametrize("version", RELEASES)
+def test_kernelcfg_picks_what_vllm_executed_on_auto(version: str) -> None:
+    auto = load(version, "attention")["auto"]
     wrong = []
     for target, by_feature in auto["index"].items():
         for feature, by_world in by_feature.items():
             for world, oid in by_world.items():
                 outcome = auto["outcomes"][oid]
-                mine = _select(target, feature, None, world)
+                mine = _select(version, target, feature, None, world)
                 expected = outcome["backend"] if outcome["status"] == "selected" else "error"
                 got = mine.backend if mine.status == "selected" else mine.status
                 if got != expected:
@@ -96,21 +86,23 @@ def test_kernelcfg_picks_what_vllm_0_34_executed_on_auto() -> None:
     assert len(wrong) == 0, wrong[:10]
 
 
-def test_kernelcfg_refuses_where_vllm_0_34_raised() -> None:
-    explicit, backends = DATA["explicit"], DATA["meta"]["backends"]
-    model = _selector()
+@pytest.mark.parametrize("version", RELEASES)
+def test_kernelcfg_refuses_where_vllm_raised(version: str) -> None:
+    data = load(version, "attention")
+    explicit, backends = data["explicit"], data["meta"]["backends"]
+    model = _selector(version)
     compared, wrong = 0, []
     for target, by_feature in explicit["index"].items():
         for feature, by_world in by_feature.items():
-            for world, numbers in by_world.items():
-                for backend, number in zip(backends, numbers, strict=True):
+            for world, row in by_world.items():
+                for backend, number in zip(backends, explicit["rows"][row], strict=True):
                     key = f"{target}|{feature}|{world}|{backend}"
                     if hashlib.sha256(key.encode()).digest()[0] % SAMPLE:
                         continue
                     if model.backends.get(backend, {}).get("platform", "cuda") != "cuda":
                         continue  # another platform's backend: fails later, not here
                     outcome = explicit["outcomes"][number]
-                    mine = _select(target, feature, backend, world)
+                    mine = _select(version, target, feature, backend, world)
                     compared += 1
                     refused = outcome["status"] == "refused"
                     if (mine.status == "error") != refused:

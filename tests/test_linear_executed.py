@@ -1,7 +1,7 @@
-"""``--linear-backend`` against the vectors the project executed itself: vLLM 0.34.0's
+"""``--linear-backend`` against the vectors the project executed itself: each release's
 own ``init_*_linear_kernel`` / ``choose_mp_linear_kernel`` / ``dispatch_unquantized_gemm``
 run on simulated CUDA targets by ``scripts/release/execute/linear.py``
-(``golden/vllm-0.34.0/executed-linear.json``; its ``meta`` says what was simulated).
+(``golden/vllm-X.Y.Z/executed-linear.json``; its ``meta`` says what was simulated).
 
 Every ``auto`` cell (targets x install worlds, the env-switch worlds included, x layer
 kinds): status and kernel, the list walked and every trial; and a fixed sample of the
@@ -11,35 +11,31 @@ status and kernel."""
 from __future__ import annotations
 
 import hashlib
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernelcfg.vllm.kernels import linear
 
+from .executed import RELEASES, load
+
 pytestmark = pytest.mark.golden
 
-FILE = Path(__file__).resolve().parent / "golden" / "vllm-0.34.0" / "executed-linear.json"
 SAMPLE = 4
 """One explicit-value cell in SAMPLE (by a hash of its key) is checked."""
 
 
-def _load() -> dict[str, Any]:
-    with FILE.open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+def _model(version: str) -> linear.LinearModel:
+    found = linear.model(version)
+    assert found is not None
+    return found
 
 
-DATA = _load()
-MODEL = linear.model(DATA["meta"]["vllm_version"])
-
-
-def _cells(explicit: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
+def _cells(version: str, explicit: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
+    data = load(version, "linear")
     cells = []
-    outcomes = DATA["linear"]["outcomes"]
-    for target, by_layer in DATA["linear"]["index"].items():
+    outcomes = data["linear"]["outcomes"]
+    for target, by_layer in data["linear"]["index"].items():
         for layer, by_world in by_layer.items():
             for world, by_value in by_world.items():
                 for value, oid in by_value.items():
@@ -52,28 +48,30 @@ def _cells(explicit: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
     return cells
 
 
-def _where(target: str, world: str) -> linear.Where:
-    assert MODEL is not None
-    spec = DATA["meta"]["platform"]["targets"][target]
-    env = dict(DATA["meta"]["worlds"][world].get("env", {}))
+def _where(version: str, target: str, world: str) -> linear.Where:
+    meta = load(version, "linear")["meta"]
+    spec = meta["platform"]["targets"][target]
+    env = dict(meta["worlds"][world].get("env", {}))
     install = world.split("+", maxsplit=1)[0]
-    return MODEL.where("cuda", spec["capability"], None, install, env)
+    return _model(version).where("cuda", spec["capability"], None, install, env)
 
 
-def test_meta_says_what_was_simulated() -> None:
-    meta = DATA["meta"]
+@pytest.mark.parametrize("version", RELEASES)
+def test_meta_says_what_was_simulated(version: str) -> None:
+    meta = load(version, "linear")["meta"]
+    assert meta["vllm_version"] == version
     assert {"minimal", "pip", "image", "all"} <= set(meta["worlds"])
     assert any(w.get("env") for w in meta["worlds"].values()), "env switches are worlds"
     assert meta["probes"]["replaced"], "the library probes replaced are listed"
     assert "auto" in meta["linear_backend_values"]
 
 
-def test_kernelcfg_walks_what_vllm_0_34_executed_on_auto() -> None:
-    assert MODEL is not None
+@pytest.mark.parametrize("version", RELEASES)
+def test_kernelcfg_walks_what_vllm_executed_on_auto(version: str) -> None:
     wrong = []
-    cells = _cells(explicit=False)
+    cells = _cells(version, explicit=False)
     for target, layer, world, _, outcome in cells:
-        got = MODEL.pick(layer, _where(target, world))
+        got = _model(version).pick(layer, _where(version, target, world))
         trials = [[n, "ok" if v == "ok" else "rejected", r] for n, v, r in got.trials]
         if (got.status, got.kernel) != (outcome["status"], outcome.get("kernel")):
             wrong.append((target, layer, world, got.kernel, outcome.get("kernel")))
@@ -85,11 +83,11 @@ def test_kernelcfg_walks_what_vllm_0_34_executed_on_auto() -> None:
     assert wrong == []
 
 
-def test_kernelcfg_narrows_as_vllm_0_34_executed_a_named_backend() -> None:
-    assert MODEL is not None
+@pytest.mark.parametrize("version", RELEASES)
+def test_kernelcfg_narrows_as_vllm_executed_a_named_backend(version: str) -> None:
     compared, wrong = 0, []
-    for target, layer, world, value, outcome in _cells(explicit=True):
-        got = MODEL.pick_named(layer, _where(target, world), value)
+    for target, layer, world, value, outcome in _cells(version, explicit=True):
+        got = _model(version).pick_named(layer, _where(version, target, world), value)
         if got is None:  # kernelcfg: no kernel of that backend, vLLM walks as on auto
             continue
         compared += 1

@@ -1,6 +1,6 @@
 """Explicit ``--moe-backend`` / ``--linear-backend`` / ``--sparse-indexer-topk-backend``
-verdicts against the vectors the project executed itself from vLLM 0.34.0
-(``golden/vllm-0.34.0/executed-verdicts.json``, derived by
+verdicts against the vectors the project executed itself from each release
+(``golden/vllm-X.Y.Z/executed-verdicts.json``, derived by
 ``scripts/release/execute/verdicts.py`` from ``executed-{moe,linear,topk}.json``).
 
 The rule: kernelcfg never says "error" where the executed vLLM honours the value (or
@@ -10,8 +10,6 @@ executed refusal is not a proof of "error" and is not asked of kernelcfg here.""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,21 +17,9 @@ import pytest
 from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS, Target
 
+from .executed import RELEASES, load
+
 pytestmark = pytest.mark.golden
-
-FOLDER = Path(__file__).resolve().parent / "golden" / "vllm-0.34.0"
-
-
-def _load(name: str) -> dict[str, Any]:
-    with (FOLDER / name).open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
-
-
-DATA = _load("executed-verdicts.json")
-TARGETS = _load("executed-linear.json")["meta"]["platform"]["targets"]
-VERSION = DATA["meta"]["vllm_version"]
-
 
 LIBRARY_CHECKED = {
     ("linear_backend", "flashinfer_trtllm"): "FlashInferTrtllmNvFp4LinearKernel.is_supported "
@@ -48,22 +34,25 @@ libraries accept every device, so an executed honour is not evidence against
 kernelcfg's error there."""
 
 
-def _target(name: str) -> Target:
-    return next(p for p in PRESETS.values() if p.device == TARGETS[name]["device_name"])
+def _target(version: str, name: str) -> Target:
+    spec = load(version, "linear")["meta"]["platform"]["targets"][name]
+    return next(p for p in PRESETS.values() if p.device == spec["device_name"])
 
 
-def _severity(case: dict[str, Any], scheme: str | None) -> str:
-    ctx = Context(_target(case["device"]), VERSION, scheme, expert_parallel=case["expert_parallel"])
+def _severity(version: str, case: dict[str, Any], scheme: str | None) -> str:
+    target = _target(version, case["device"])
+    ctx = Context(target, version, scheme, expert_parallel=case["expert_parallel"])
     problem = check(case["field"], case["value"], ctx).problem()
     return "ok" if problem is None else problem.severity
 
 
-def test_no_false_error_against_the_executed_verdicts() -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_no_false_error_against_the_executed_verdicts(version: str) -> None:
     compared, false_errors = 0, []
-    for case in DATA["cases"]:
+    for case in load(version, "verdicts")["cases"]:
         if case["expected"] != "error":
             compared += 1
-            if _severity(case, None) == "error":
+            if _severity(version, case, None) == "error":
                 false_errors.append((case["device"], case["field"], case["value"], None))
         for scheme, status in case["per_quantization"].items():
             if status == "refused" or scheme == "any":
@@ -71,7 +60,7 @@ def test_no_false_error_against_the_executed_verdicts() -> None:
             compared += 1
             if (case["field"], case["value"]) in LIBRARY_CHECKED:
                 continue
-            if _severity(case, scheme) == "error":
+            if _severity(version, case, scheme) == "error":
                 false_errors.append((case["device"], case["field"], case["value"], scheme))
     assert compared > 3000
     assert false_errors == []

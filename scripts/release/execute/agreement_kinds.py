@@ -67,9 +67,10 @@ def attention_explicit_cells(ours: dict[str, Any], theirs: dict[str, Any]) -> It
         for feature, by_world in by_feature.items():
             for world, ids in by_world.items():
                 node = mine["index"].get(target, {}).get(feature, {})
-                numbers = node.get(ATTENTION_WORLDS.get(world, ""))
-                if numbers is None:
+                row = node.get(ATTENTION_WORLDS.get(world, ""))
+                if row is None:
                     continue
+                numbers = mine["rows"][row]
                 for backend, oid in zip(theirs["meta"]["backends"], ids, strict=True):
                     if backend not in my_backends:
                         continue

@@ -44,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
     subprocess.run([sys.executable, str(HERE / "verdicts.py"), args.version], check=False)
     shared = common.REPO.parent / "shared" / "golden" / f"vllm-{args.version}"
+    ours = common.GOLDEN_DIR / f"vllm-{args.version}" / "executed-moe.json"
     if (shared / "auto-picks.json").is_file():
-        subprocess.run([sys.executable, str(HERE / "agreement.py"), args.version], check=False)
+        if ours.is_file():
+            subprocess.run([sys.executable, str(HERE / "agreement.py"), args.version], check=False)
         subprocess.run(
             [sys.executable, str(HERE / "agreement_kinds.py"), args.version, "--examples", "4"],
             check=False,

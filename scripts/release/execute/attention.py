@@ -152,12 +152,13 @@ def _feature(
 
 def _index(records: list[list[Any]]) -> dict[str, Any]:
     """``auto.index[target][feature][world]`` -> id in ``auto.outcomes``;
-    ``explicit.index[target][feature][world]`` -> outcome numbers aligned with
-    ``meta.backends`` (``explicit.outcomes[n]``)."""
+    ``explicit.index[target][feature][world]`` -> a row of ``explicit.rows``: outcome
+    numbers aligned with ``meta.backends`` (``explicit.outcomes[n]``)."""
     auto: dict[str, Any] = {"index": {}, "outcomes": {}}
-    explicit: dict[str, Any] = {"index": {}, "outcomes": []}
+    explicit: dict[str, Any] = {"index": {}, "rows": [], "outcomes": []}
     auto_ids: dict[str, str] = {}
     explicit_ids: dict[str, int] = {}
+    row_ids: dict[str, int] = {}
     for target, feature, world, outcome, values in records:
         text = json.dumps(outcome, sort_keys=True)
         if text not in auto_ids:
@@ -172,8 +173,12 @@ def _index(records: list[list[Any]]) -> dict[str, Any]:
                 explicit_ids[text] = len(explicit_ids)
                 explicit["outcomes"].append(value)
             numbers.append(explicit_ids[text])
+        text = json.dumps(numbers)
+        if text not in row_ids:
+            row_ids[text] = len(row_ids)
+            explicit["rows"].append(numbers)
         node = explicit["index"].setdefault(target, {}).setdefault(feature, {})
-        node[world] = numbers
+        node[world] = row_ids[text]
     return {"auto": auto, "explicit": explicit}
 
 
@@ -188,9 +193,10 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         "lookup": "auto.index[target][feature][world] -> auto.outcomes[id]: status "
         "(selected | error), backend (AttentionBackendEnum name), candidates ([backend, "
         "ok|rejected, vLLM's reasons] in priority order), message; "
-        "explicit.index[target][feature][world] -> list aligned with meta.backends of "
-        "numbers into explicit.outcomes: status (honoured | ignored | refused), backend "
-        "(the one used when ignored), message (vLLM's exception, 'Type: text')",
+        "explicit.index[target][feature][world] -> row number; explicit.rows[row] -> list "
+        "aligned with meta.backends of numbers into explicit.outcomes: status (honoured | "
+        "ignored | refused), backend (the one used when ignored), message (vLLM's "
+        "exception, 'Type: text')",
         "wheel": {"name": whl.name, "sha256": sha256(whl)},
         "torch": common.TORCH_PIN,
         "venv": str(venv),

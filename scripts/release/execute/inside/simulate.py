@@ -253,7 +253,7 @@ def clear_caches() -> None:
         for value in list(vars(module).values()):
             _clear(value)
             if isinstance(value, type) and value.__module__ == name:
-                for member in vars(value).values():
+                for member in list(vars(value).values()):
                     _clear(getattr(member, "__func__", member))
     envs = sys.modules.get("vllm.envs")
     if envs is not None and hasattr(envs, "disable_envs_cache"):

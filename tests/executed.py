@@ -1,0 +1,22 @@
+"""The vectors the project executed itself from vLLM releases
+(``golden/vllm-X.Y.Z/executed-*.json``, made by ``scripts/release/execute/all.py``):
+which releases have them, and loading one (kept per process)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+RELEASES = ("0.33.0", "0.34.0")
+"""The releases whose executed linear / attention / top-k / verdict vectors are checked."""
+
+
+@cache
+def load(version: str, kind: str) -> dict[str, Any]:
+    """``executed-<kind>.json`` of one release."""
+    with (GOLDEN / f"vllm-{version}" / f"executed-{kind}.json").open(encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
