@@ -88,9 +88,24 @@ PINS = {
     "0.34.0": ["transformers==5.22.2", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
     "0.33.0": ["transformers==5.20.2", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
     "0.32.0": ["transformers==5.19.0", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
-    "0.31.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
-    "0.30.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
-    "0.29.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
+    "0.31.0": [
+        "transformers==5.17.0",
+        "huggingface_hub==1.33.0",
+        "httpx==0.28.1",
+        "oss-harmony>=0.0.11",
+    ],
+    "0.30.0": [
+        "transformers==5.17.0",
+        "huggingface_hub==1.33.0",
+        "httpx==0.28.1",
+        "openai-harmony>=0.0.3",
+    ],
+    "0.29.0": [
+        "transformers==5.17.0",
+        "huggingface_hub==1.33.0",
+        "httpx==0.28.1",
+        "openai-harmony>=0.0.3",
+    ],
     "0.28.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
 }
 """Per release, the packages whose pins differ (inside the wheel's Requires-Dist)."""
