@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-RELEASES = ("0.31.0", "0.32.0", "0.33.0", "0.34.0")
+RELEASES = ("0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 """The releases whose executed linear / attention / top-k / verdict vectors are checked."""
 
 

@@ -64,6 +64,20 @@ Cells = dict[tuple[str, str, str, bool], dict[str, dict[str, list[str]]]]
 """(target, field, value, expert_parallel) -> scheme -> world -> cell verdicts."""
 
 
+def _squash(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _moe_verdict(value: str, outcome: dict[str, Any]) -> str:
+    """Refused (the oracle raised), honoured (the backend vLLM took is the value's:
+    its enum member's name contains the value's, ``cutlass`` -> ``VLLM_CUTLASS``,
+    ``deep_gemm`` -> ``DEEPGEMM_MXFP4``), or ignored (another backend taken)."""
+    if outcome["status"] != "selected":
+        return "refused"
+    member = str(outcome.get("backend") or "").rsplit(".", maxsplit=1)[-1]
+    return "honoured" if _squash(value) in _squash(member) else "ignored"
+
+
 def moe_cells(data: dict[str, Any], cells: Cells) -> None:
     moe = data["moe"]
     for target, by_variant in moe["index"].items():
@@ -78,7 +92,7 @@ def moe_cells(data: dict[str, Any], cells: Cells) -> None:
                             out = moe["outcomes"][oid]
                             if out["status"] == "not_run":
                                 continue
-                            verdict = "honoured" if out["status"] == "selected" else "refused"
+                            verdict = _moe_verdict(value, out)
                             node = cells.setdefault((target, "moe_backend", value, ep), {})
                             node.setdefault(scheme, {}).setdefault(world, []).append(verdict)
 
