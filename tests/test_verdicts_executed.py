@@ -81,7 +81,8 @@ def _severity(version: str, case: dict[str, Any], scheme: str | None) -> str:
 
 @pytest.mark.parametrize("version", RELEASES)
 def test_no_false_error_against_the_executed_verdicts(version: str) -> None:
-    compared, false_errors = 0, []
+    compared = 0
+    false_errors: list[tuple[str, str, str, str | None]] = []
     for case in load(version, "verdicts")["cases"]:
         schemes = _schemes(version, case)
         if _unknown_scheme(schemes) != "error":
