@@ -10,8 +10,13 @@ from pathlib import Path
 from typing import Any
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-RELEASES = ("0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 """The releases whose executed linear / attention / top-k / verdict vectors are checked."""
+
+
+def releases(kind: str) -> tuple[str, ...]:
+    """Those of ``RELEASES`` that have ``kind`` (top-k came in 0.30.0)."""
+    return tuple(v for v in RELEASES if (GOLDEN / f"vllm-{v}" / f"executed-{kind}.json").is_file())
 
 
 @cache

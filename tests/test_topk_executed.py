@@ -10,7 +10,9 @@ import pytest
 
 from kernelcfg.vllm.kernels import topk
 
-from .executed import RELEASES, load
+from .executed import load, releases
+
+RELEASES = releases("topk")
 
 pytestmark = pytest.mark.golden
 
