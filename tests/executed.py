@@ -4,6 +4,7 @@ which releases have them, and loading one (kept per process)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from functools import cache
 from pathlib import Path
@@ -14,14 +15,22 @@ RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 """The releases whose executed linear / attention / top-k / verdict vectors are checked."""
 
 
+def _path(version: str, kind: str) -> Path:
+    """``executed-<kind>.json``, or ``.json.gz`` (older releases are kept packed)."""
+    plain = GOLDEN / f"vllm-{version}" / f"executed-{kind}.json"
+    return plain if plain.is_file() else plain.with_name(plain.name + ".gz")
+
+
 def releases(kind: str) -> tuple[str, ...]:
     """Those of ``RELEASES`` that have ``kind`` (top-k came in 0.30.0)."""
-    return tuple(v for v in RELEASES if (GOLDEN / f"vllm-{v}" / f"executed-{kind}.json").is_file())
+    return tuple(v for v in RELEASES if _path(v, kind).is_file())
 
 
 @cache
 def load(version: str, kind: str) -> dict[str, Any]:
-    """``executed-<kind>.json`` of one release."""
-    with (GOLDEN / f"vllm-{version}" / f"executed-{kind}.json").open(encoding="utf-8") as fh:
+    """``executed-<kind>.json`` (or ``.json.gz``) of one release."""
+    path = _path(version, kind)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data

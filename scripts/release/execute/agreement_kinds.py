@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 from agreement import WORLDS
+from vectors import load_vectors
 
 Cell = tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]
 
@@ -186,7 +187,9 @@ def report(version: str, kind: str, examples: int) -> dict[str, Any]:
     ours_name, theirs_name, cells, fields, extra = KINDS[kind]
     ours = common.GOLDEN_DIR / f"vllm-{version}" / ours_name
     theirs = common.REPO.parent / "shared" / "golden" / f"vllm-{version}" / theirs_name
-    result = compare(cells(_load(ours), _load(theirs)), fields, extra)
+    mine = load_vectors(ours)
+    assert mine is not None, ours
+    result = compare(cells(mine, _load(theirs)), fields, extra)
     n, ok = result["compared"], result["agreed"]
     rate = f"{100 * ok / n:.1f}%" if n else "n/a"
     print(f"vLLM {version} {kind}: {ok}/{n} cells agree ({rate}) on {', '.join(fields)}")
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for kind in args.kind or sorted(KINDS):
         ours = common.GOLDEN_DIR / f"vllm-{args.version}" / KINDS[kind][0]
-        if ours.is_file():
+        if load_vectors(ours) is not None:
             report(args.version, kind, args.examples)
     return 0
 

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+import vectors
 
 HERE = common.HERE
 
@@ -30,6 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("version")
     parser.add_argument("--targets")
     parser.add_argument("--only", default=",".join(DRIVERS))
+    parser.add_argument(
+        "--pack",
+        action="store_true",
+        help="afterwards keep linear/attention/top-k/verdicts as .json.gz and drop "
+        "executed-moe.json (how releases other than the newest are checked in)",
+    )
     args = parser.parse_args(argv)
     common.ensure_venv(args.version)
     failed = []
@@ -54,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(f"no real-vLLM vectors for {args.version} in {shared}: nothing to agree with")
+    if args.pack:
+        folder = common.GOLDEN_DIR / f"vllm-{args.version}"
+        for kind in ("linear", "attention", "topk", "verdicts"):
+            if (folder / f"executed-{kind}.json").is_file():
+                vectors.pack(folder / f"executed-{kind}.json")
+        (folder / "executed-moe.json").unlink(missing_ok=True)
     return 1 if failed else 0
 
 

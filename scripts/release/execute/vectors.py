@@ -1,14 +1,38 @@
 """What the executed-vector writers share: records folded into an index of outcome ids
-(each distinct outcome stored once), and a file's SHA-256."""
+(each distinct outcome stored once), a file's SHA-256, and reading or packing a vector
+file (older releases are checked in as ``.json.gz``)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["index_records", "sha256"]
+__all__ = ["index_records", "load_vectors", "pack", "sha256"]
+
+
+def load_vectors(path: Path) -> dict[str, Any] | None:
+    """``path`` (``executed-<kind>.json``) or its packed ``.json.gz``; ``None`` if neither."""
+    packed = path.with_name(path.name + ".gz")
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+    elif packed.is_file():
+        text = gzip.decompress(packed.read_bytes()).decode("utf-8")
+    else:
+        return None
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def pack(path: Path) -> Path:
+    """Replace ``path`` by ``path.gz`` (fixed mtime, so the bytes depend on the content
+    only)."""
+    packed = path.with_name(path.name + ".gz")
+    packed.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
+    path.unlink()
+    return packed
 
 
 def index_records(records: list[list[Any]], prefix: str) -> dict[str, Any]:
