@@ -196,7 +196,7 @@ def stub_libraries(venv: Path) -> Path:
     site = _site_packages(venv)
     out_dir = venv / "kernelcfg-stub-libs"
     done = out_dir / ".complete"
-    if done.is_file():
+    if done.is_file() and done.read_text(encoding="utf-8").startswith(STUB_FORMAT):
         return out_dir
     out_dir.mkdir(exist_ok=True)
     extensions = sorted((site / "vllm").glob("*.so"))
@@ -231,9 +231,13 @@ def stub_libraries(venv: Path) -> Path:
                 wanted[(torch_cuda or list(wanted))[0]][name] = ("", kind)
     for soname, symbols in wanted.items():
         _compile_stub(out_dir, soname, symbols)
-    done.write_text(json.dumps(sorted(wanted)) + "\n", encoding="utf-8")
+    done.write_text(STUB_FORMAT + json.dumps(sorted(wanted)) + "\n", encoding="utf-8")
     return out_dir
 
+
+STUB_FORMAT = "stubs-2 "
+"""Starts the marker of a complete set of stand-ins; a set made before the version
+queries answered (no such start) is rebuilt."""
 
 VERSION_QUERIES = ("cudaRuntimeGetVersion", "cudaDriverGetVersion", "cuDriverGetVersion")
 """Stand-ins that answer the CUDA version (through their pointer) instead of leaving it
