@@ -169,12 +169,13 @@ class LinearModel:
             )
             return Pick("selected", chooser["dispatch"][where.kind], (), (), runs=runs)
         candidates = self._candidates(chooser, where)
-        if chooser["list"] == "nvfp4" and layer.get("a16"):
+        if chooser["list"] == "nvfp4":
             forced = self._forced(where, layer, candidates)
             if forced is not None:
                 return forced
-            rule = self.data["nvfp4_w4a16_rule"]
-            candidates = [k for k in candidates if k in rule["a16_kernels"]]
+            if layer.get("a16"):
+                rule = self.data["nvfp4_w4a16_rule"]
+                candidates = [k for k in candidates if k in rule["a16_kernels"]]
         return self._walk(candidates, where, layer, chooser)
 
     def _walk(
@@ -202,10 +203,14 @@ class LinearModel:
         return Pick("error", None, tuple(candidates), tuple(trials))
 
     def _forced(self, where: Where, layer: Mapping[str, Any], listed: list[str]) -> Pick | None:
-        """NVFP4 weight-only: vLLM forces one kernel off SM90 instead of walking the list."""
+        """NVFP4: vLLM forces one kernel instead of walking the list (weight-only layers
+        off SM90; every NVFP4 layer under ``VLLM_BATCH_INVARIANT``, the entries marked
+        ``"layers": "all"``)."""
         rule = self.data["nvfp4_w4a16_rule"]
         forced = None
         for entry in rule["force"]:
+            if not layer.get("a16") and entry.get("layers") != "all":
+                continue
             if not holds(entry["when"], where, layer):
                 continue
             if "if_supported" in entry:
@@ -217,6 +222,11 @@ class LinearModel:
             break
         if forced is None:
             return None
+        if layer.get("a16") and forced not in rule["a16_kernels"]:
+            said = str(rule["a16_unsupported_error"]).format(kernel=forced)
+            skipped = str(self.data["reason_format"]["not_evaluated"])
+            trials = tuple((k, "refused", skipped) for k in listed)
+            return Pick("error", None, tuple(listed), trials, message=said)
         ok, _, why = self._check(forced, where, layer, "x", ("is_supported",))
         if ok:
             values = tuple(sorted(self.kernels[forced].get("linear_backend_values", ())))

@@ -99,9 +99,24 @@ PINS = {
     "0.34.0": ["transformers==5.22.2", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
     "0.33.0": ["transformers==5.20.2", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
     "0.32.0": ["transformers==5.19.0", "huggingface_hub==2.4.0", "oss-harmony>=0.0.11"],
-    "0.31.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
-    "0.30.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
-    "0.29.0": ["transformers==5.17.0", "huggingface_hub==1.33.0", "httpx==0.28.1"],
+    "0.31.0": [
+        "transformers==5.17.0",
+        "huggingface_hub==1.33.0",
+        "httpx==0.28.1",
+        "oss-harmony>=0.0.11",
+    ],
+    "0.30.0": [
+        "transformers==5.17.0",
+        "huggingface_hub==1.33.0",
+        "httpx==0.28.1",
+        "openai-harmony>=0.0.3",
+    ],
+    "0.29.0": [
+        "transformers==5.17.0",
+        "huggingface_hub==1.33.0",
+        "httpx==0.28.1",
+        "openai-harmony>=0.0.3",
+    ],
     "0.28.0": OLDER,
     "0.27.0": OLDER,
     "0.26.0": OLDER,
@@ -198,7 +213,7 @@ def stub_libraries(venv: Path) -> Path:
     site = _site_packages(venv)
     out_dir = venv / "kernelcfg-stub-libs"
     done = out_dir / ".complete"
-    if done.is_file():
+    if done.is_file() and done.read_text(encoding="utf-8").startswith(STUB_FORMAT):
         return out_dir
     out_dir.mkdir(exist_ok=True)
     extensions = sorted((site / "vllm").glob("*.so"))
@@ -233,8 +248,25 @@ def stub_libraries(venv: Path) -> Path:
                 wanted[(torch_cuda or list(wanted))[0]][name] = ("", kind)
     for soname, symbols in wanted.items():
         _compile_stub(out_dir, soname, symbols)
-    done.write_text(json.dumps(sorted(wanted)) + "\n", encoding="utf-8")
+    done.write_text(STUB_FORMAT + json.dumps(sorted(wanted)) + "\n", encoding="utf-8")
     return out_dir
+
+
+STUB_FORMAT = "stubs-2 "
+"""Starts the marker of a complete set of stand-ins; a set made before the version
+queries answered (no such start) is rebuilt."""
+
+VERSION_QUERIES = ("cudaRuntimeGetVersion", "cudaDriverGetVersion", "cuDriverGetVersion")
+"""Stand-ins that answer the CUDA version (through their pointer) instead of leaving it
+unset: the compiled support queries compare it (CUTLASS FP4 needs a runtime >= 12.8)."""
+
+
+def _version_query(name: str, soname: str) -> str:
+    """The version a ``libcudart.so.N`` of that major release reports (N.0; 12.9 for 12)."""
+    major = re.search(r"\.so\.(\d+)", soname)
+    number = int(major.group(1)) if major and major.group(1) != "1" else 13
+    version = 12090 if number == 12 else number * 1000
+    return f"long {name}(int *v) {{ if (v) *v = {version}; return 0; }}"
 
 
 def _compile_stub(out_dir: Path, soname: str, symbols: dict[str, tuple[str, str]]) -> None:
@@ -243,6 +275,8 @@ def _compile_stub(out_dir: Path, soname: str, symbols: dict[str, tuple[str, str]
     for name, (_, kind) in sorted(symbols.items()):
         if kind == "OBJECT":
             lines.append(f"char {name}[256];")
+        elif name in VERSION_QUERIES:
+            lines.append(_version_query(name, soname))
         else:
             lines.append(f"long {name}(void) {{ return 0; }}")
     source = out_dir / (soname.replace(".", "_") + ".c")

@@ -25,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from extras import ensure_extras
 
 TARGETS = {
     "h100": {"capability": "9.0", "device_name": "NVIDIA H100 80GB HBM3"},
@@ -410,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
+    ensure_extras(args.version, venv)  # Humming's Python, so the Humming backends import
     targets = [t for t in args.targets.split(",") if t]
     answer = common.run_inside(venv, "moe_driver.py", _request(targets))
     answer["targets"] = targets

@@ -253,7 +253,7 @@ def clear_caches() -> None:
         for value in list(vars(module).values()):
             _clear(value)
             if isinstance(value, type) and value.__module__ == name:
-                for member in vars(value).values():
+                for member in list(vars(value).values()):
                     _clear(getattr(member, "__func__", member))
     envs = sys.modules.get("vllm.envs")
     if envs is not None and hasattr(envs, "disable_envs_cache"):
@@ -271,14 +271,15 @@ class _Text:
         self.model_type = model_type
 
 
-def model_context(model_type: str) -> Any:
-    """vLLM's current config as the oracles read it: a default ``VllmConfig`` whose
-    model config is a stand-in holding only the model type (``hf_text_config``,
-    ``hf_config``) and dtype, set with vLLM's own ``set_current_vllm_config``."""
+def model_context(model_type: str, **config_fields: Any) -> Any:
+    """vLLM's current config as the oracles read it: a ``VllmConfig`` (default, or with
+    ``config_fields`` such as a ``kernel_config``) whose model config is a stand-in
+    holding only the model type (``hf_text_config``, ``hf_config``) and dtype, set with
+    vLLM's own ``set_current_vllm_config``."""
     import torch
     from vllm.config import VllmConfig, set_current_vllm_config
 
-    config = VllmConfig()
+    config = VllmConfig(**config_fields)
     stand_in = types.SimpleNamespace(
         hf_config=_Text(model_type),
         hf_text_config=_Text(model_type),
@@ -289,3 +290,208 @@ def model_context(model_type: str) -> Any:
     )
     object.__setattr__(config, "model_config", stand_in)
     return set_current_vllm_config(config)
+
+
+# ---------------------------------------------------------------- more of the simulation
+# (used by the linear / attention / top-k drivers; additive: the MoE driver does not
+# call these)
+CONSTANT_LINE = r"^([A-Z][A-Z0-9_]*)\s*=\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*$"
+
+
+class ImportTimeConstants:
+    """Module constants vLLM computes once at import from the device (``NAME = f()``,
+    e.g. ``CUTLASS_BLOCK_FP8_SUPPORTED = cutlass_block_fp8_supported()``): found in the
+    loaded vLLM modules' source, recomputed by calling the same function for each target,
+    and rebound wherever the name was imported."""
+
+    def __init__(self) -> None:
+        import re
+
+        self.found: list[tuple[Any, str, Any]] = []
+        for module in list(sys.modules.values()):
+            name = getattr(module, "__name__", "") or ""
+            if not name.startswith("vllm") or not isinstance(module, types.ModuleType):
+                continue
+            try:
+                source = inspect.getsource(module)
+            except (OSError, TypeError):
+                continue
+            for const, fn_name in re.findall(CONSTANT_LINE, source, flags=re.M):
+                fn = vars(module).get(fn_name)
+                if callable(fn) and (_mentions_device(fn) or "supported" in fn_name):
+                    self.found.append((module, const, fn))
+        self.users: dict[str, list[Any]] = {}
+        for _module, const, _fn in self.found:
+            self.users[const] = [
+                m
+                for m in list(sys.modules.values())
+                if isinstance(m, types.ModuleType)
+                and (getattr(m, "__name__", "") or "").startswith("vllm")
+                and const in vars(m)
+            ]
+
+    def refresh(self) -> None:
+        for module, const, fn in self.found:
+            try:
+                value = fn()
+            except Exception:
+                continue
+            for user in self.users.get(const, [module]):
+                setattr(user, const, value)
+
+    def describe(self) -> list[str]:
+        return sorted(f"{m.__name__}.{c} = {f.__name__}()" for m, c, f in self.found)
+
+
+class _Anything(type):
+    """A stand-in library object: a class (so annotations like ``X | None`` and
+    subclassing work) whose attributes are stand-ins too and whose call answers yes
+    (the library's own support queries, e.g. B12X's ``blockscaled.is_supported()``,
+    say supported)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return True
+
+
+class _AnyAttribute(types.ModuleType):
+    """A stand-in for an installed library's (sub)module: every attribute exists."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+
+def stand_in_submodules(libs: frozenset[str]) -> list[str]:
+    """The library lookups that vLLM's device-reading probes and kernel checks make
+    beside the probes ``Worlds`` replaces, answered for the world: each
+    ``_get_submodule`` (FlashInfer's and B12X's lazy imports) returns a stand-in module
+    for a library the world installs, and ``find_spec`` where a module imported it by
+    name (``from importlib.util import find_spec``) a stand-in spec; other names are
+    looked up for real. Returns what was replaced."""
+    import importlib.machinery
+    import importlib.util
+
+    replaced = []
+
+    def installed(name: str) -> bool:
+        top = name.split(".", maxsplit=1)[0]
+        return top in LIBRARY_MODULES and LIBRARY_MODULES[top] in libs
+
+    for mod_name in ("vllm.utils.flashinfer", "vllm.utils.b12x"):
+        module = sys.modules.get(mod_name)
+        if module is None or not hasattr(module, "_get_submodule"):
+            continue
+        original = vars(module).setdefault("_kernelcfg_original", module._get_submodule)
+
+        def get_submodule(name: str, _original: Any = original) -> Any:
+            if name.split(".", maxsplit=1)[0] in LIBRARY_MODULES:
+                return _AnyAttribute(name) if installed(name) else None
+            return _original(name)
+
+        module._get_submodule = get_submodule
+        replaced.append(f"{mod_name}._get_submodule")
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        top = name.split(".", maxsplit=1)[0]
+        if top in LIBRARY_MODULES:
+            return importlib.machinery.ModuleSpec(name, None) if installed(name) else None
+        return real(name, *args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", "") or ""
+        if name.startswith("vllm") and isinstance(module, types.ModuleType):
+            bound = vars(module).get("find_spec")
+            if bound is real or getattr(bound, "_kernelcfg", False):
+                module.find_spec = find_spec
+                replaced.append(f"{name}.find_spec")
+    find_spec._kernelcfg = True  # type: ignore[attr-defined]
+    return sorted(set(replaced))
+
+
+class _StandInFinder:
+    """Import hook: ``import NAME`` (and its submodules) gives a stand-in module for the
+    packages named, where the real one is not installed in the venv."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.machinery
+
+        if not any(fullname == n or fullname.startswith(n + ".") for n in self.names):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: Any) -> Any:
+        module = _AnyAttribute(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        return None
+
+
+def install_stand_in_packages(names: list[str], placeholders: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+    """Make the named packages importable as stand-ins (those really installed are left
+    alone), and the ``placeholders`` (dotted package names, e.g. a vLLM subpackage
+    whose import chain needs GPU-only libraries) stand-ins even where installed; returns
+    the names served. For packages that a release's install brings and whose import
+    vLLM's selection modules need (e.g. ``flashinfer-python``, importable with ``pip
+    install vllm`` even where its kernels are off)."""
+    import importlib.util
+
+    served = frozenset(
+        [n for n in names if importlib.util.find_spec(n) is None] + list(placeholders)
+    )
+    if served:
+        sys.meta_path.insert(0, _StandInFinder(served))
+    return sorted(served)
+
+
+def stand_in_torch_cuda() -> list[str]:
+    """CPU torch answering the device queries backend modules make at import, from the
+    current target: ``torch.cuda.get_device_properties`` (name, capability, SM count,
+    memory; ``gcnArchName`` is the device name, as on a CUDA torch), and tensors
+    allocated on ``cuda`` at import (workspaces) go to the ``meta`` device. Nothing is
+    computed on them. Returns what was replaced."""
+    import torch
+
+    def properties(device: Any = None) -> Any:
+        cc = PROXY.get_device_capability()
+        name = PROXY.get_device_name()
+        return types.SimpleNamespace(
+            name=name,
+            gcnArchName=name,
+            major=cc.major,
+            minor=cc.minor,
+            multi_processor_count=132,
+            total_memory=80 * 1024**3,
+            L2_cache_size=50 * 1024**2,
+        )
+
+    torch.cuda.get_device_properties = properties
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device_count = lambda: 8
+    replaced = ["torch.cuda.get_device_properties", "torch.cuda.current_device"]
+
+    def on_meta(factory: Any) -> Any:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            device = kwargs.get("device")
+            if device is not None and str(device).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return factory(*args, **kwargs)
+
+        return make
+
+    for name in ("empty", "zeros", "ones", "full", "arange"):
+        setattr(torch, name, on_meta(getattr(torch, name)))
+        replaced.append(f"torch.{name} (device cuda -> meta)")
+    return replaced

@@ -1,0 +1,40 @@
+"""The vectors the project executed itself from vLLM releases
+(``golden/vllm-X.Y.Z/executed-*.json``, made by ``scripts/release/execute/all.py``):
+which releases have them, and loading one (kept per process)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kernelcfg.vllm import releases as known
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+RELEASES = tuple(known.known_versions())
+"""The releases kernelcfg knows: those of them with executed linear / attention / top-k /
+verdict vectors are checked (a release added later is covered once its vectors exist)."""
+
+
+def _path(version: str, kind: str) -> Path:
+    """``executed-<kind>.json``, or ``.json.gz`` (older releases are kept packed)."""
+    plain = GOLDEN / f"vllm-{version}" / f"executed-{kind}.json"
+    return plain if plain.is_file() else plain.with_name(plain.name + ".gz")
+
+
+def releases(kind: str) -> tuple[str, ...]:
+    """Those of ``RELEASES`` that have ``kind`` (top-k came in 0.30.0; a release whose
+    selection was not executed for ``kind`` has none)."""
+    return tuple(v for v in RELEASES if _path(v, kind).is_file())
+
+
+@cache
+def load(version: str, kind: str) -> dict[str, Any]:
+    """``executed-<kind>.json`` (or ``.json.gz``) of one release."""
+    path = _path(version, kind)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data

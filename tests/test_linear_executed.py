@@ -1,0 +1,97 @@
+"""``--linear-backend`` against the vectors the project executed itself: each release's
+own ``init_*_linear_kernel`` / ``choose_mp_linear_kernel`` / ``dispatch_unquantized_gemm``
+run on simulated CUDA targets by ``scripts/release/execute/linear.py``
+(``golden/vllm-X.Y.Z/executed-linear.json``; its ``meta`` says what was simulated).
+
+Every ``auto`` cell (targets x install worlds, the env-switch worlds included, x layer
+kinds): status and kernel, the list walked and every trial; and a fixed sample of the
+explicit ``--linear-backend`` cells where kernelcfg narrows the list (``pick_named``):
+status and kernel."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from kernelcfg.vllm.kernels import linear
+
+from .executed import RELEASES, load
+
+pytestmark = pytest.mark.golden
+
+SAMPLE = 4
+"""One explicit-value cell in SAMPLE (by a hash of its key) is checked."""
+
+
+def _model(version: str) -> linear.LinearModel:
+    found = linear.model(version)
+    assert found is not None
+    return found
+
+
+def _cells(version: str, explicit: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
+    data = load(version, "linear")
+    cells = []
+    outcomes = data["linear"]["outcomes"]
+    for target, by_layer in data["linear"]["index"].items():
+        for layer, by_world in by_layer.items():
+            for world, by_value in by_world.items():
+                for value, oid in by_value.items():
+                    if (value != "auto") != explicit:
+                        continue
+                    key = f"{target}|{layer}|{world}|{value}"
+                    if explicit and hashlib.sha256(key.encode()).digest()[0] % SAMPLE:
+                        continue
+                    cells.append((target, layer, world, value, outcomes[oid]))
+    return cells
+
+
+def _where(version: str, target: str, world: str) -> linear.Where:
+    meta = load(version, "linear")["meta"]
+    spec = meta["platform"]["targets"][target]
+    env = dict(meta["worlds"][world].get("env", {}))
+    install = world.split("+", maxsplit=1)[0]
+    return _model(version).where("cuda", spec["capability"], None, install, env)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_meta_says_what_was_simulated(version: str) -> None:
+    meta = load(version, "linear")["meta"]
+    assert meta["vllm_version"] == version
+    assert {"minimal", "pip", "image", "all"} <= set(meta["worlds"])
+    assert any(w.get("env") for w in meta["worlds"].values()), "env switches are worlds"
+    assert meta["probes"]["replaced"], "the library probes replaced are listed"
+    assert "auto" in meta["linear_backend_values"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_kernelcfg_walks_what_vllm_executed_on_auto(version: str) -> None:
+    wrong = []
+    cells = _cells(version, explicit=False)
+    for target, layer, world, _, outcome in cells:
+        got = _model(version).pick(layer, _where(version, target, world))
+        trials = [[n, "ok" if v == "ok" else "rejected", r] for n, v, r in got.trials]
+        if (got.status, got.kernel) != (outcome["status"], outcome.get("kernel")):
+            wrong.append((target, layer, world, got.kernel, outcome.get("kernel")))
+        elif got.status == "selected" and (
+            list(got.candidates) != outcome["candidates"] or trials != outcome["trials"]
+        ):
+            wrong.append((target, layer, world, "walk", got.trials))
+    assert len(cells) > 1400
+    assert wrong == []
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_kernelcfg_narrows_as_vllm_executed_a_named_backend(version: str) -> None:
+    compared, wrong = 0, []
+    for target, layer, world, value, outcome in _cells(version, explicit=True):
+        got = _model(version).pick_named(layer, _where(version, target, world), value)
+        if got is None:  # kernelcfg: no kernel of that backend, vLLM walks as on auto
+            continue
+        compared += 1
+        if (got.status, got.kernel) != (outcome["status"], outcome.get("kernel")):
+            wrong.append((target, layer, world, value, got.kernel, outcome.get("kernel")))
+    assert compared > 300
+    assert wrong == []

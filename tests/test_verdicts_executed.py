@@ -1,0 +1,103 @@
+"""Explicit ``--moe-backend`` / ``--linear-backend`` / ``--sparse-indexer-topk-backend``
+verdicts against the vectors the project executed itself from each release
+(``golden/vllm-X.Y.Z/executed-verdicts.json``, derived by
+``scripts/release/execute/verdicts.py`` from ``executed-{moe,linear,topk}.json``).
+
+The rule: kernelcfg never says "error" where the executed vLLM honours the value (or
+selects as on auto) for the scheme, or for some scheme when the scheme is unknown. The
+executed MoE matrix holds one model per variant and the schemes with oracles, so an
+executed refusal is not a proof of "error" and is not asked of kernelcfg here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kernelcfg.checks.constraints import Context, check
+from kernelcfg.targets.presets import PRESETS, Target
+
+from .executed import RELEASES, load
+
+pytestmark = pytest.mark.golden
+
+LIBRARY_CHECKED = {
+    ("linear_backend", "flashinfer_trtllm"): "FlashInferTrtllmNvFp4LinearKernel.is_supported "
+    "asks only for FlashInfer; FlashInfer's TRT-LLM kernels refuse a non-SM100 GPU at the "
+    "first call, which the executor's stand-in FlashInfer cannot",
+    ("linear_backend", "flashinfer_cudnn"): "FlashInferCudnnNvFp4LinearKernel.is_supported "
+    "asks only for FlashInfer; the cuDNN FP4 GEMM's device check is the library's",
+}
+"""Values whose device check is the optional library's own, made at run time: vLLM's
+selection honours them wherever the library is installed, and the executor's stand-in
+libraries accept every device, so an executed honour is not evidence against
+kernelcfg's error there."""
+
+RUNTIME_CHECKED = {
+    ("0.29.0", "linear_backend", "cutlass"): "CutlassFP8ScaledMMLinearKernel.is_supported "
+    "asks only for CUDA (kernels/linear/scaled_mm/cutlass.py:164-169); the compiled "
+    "cutlass_scaled_mm has no FP8 GEMM below SM89 and refuses at the first call (0.31.0 "
+    "moved the check into is_supported: cutlass_fp8_supported(), :168)",
+    ("0.30.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169)",
+}
+"""(release, field, value) that vLLM's selection honours and its compiled kernel then
+refuses on the device: kernelcfg's error stands."""
+
+
+EXECUTOR_GAPS = {
+    ("0.29.0", "w4a8_fp8"): "compressed-tensors routes W4A8-FP8 MoE layers to the method "
+    "that calls select_w4a8_moe_backend only on SM90 (_is_fp8_w4a8_sm90, "
+    "compressed_tensors_moe.py:174); the executor calls the oracle directly",
+    ("0.30.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:167)",
+}
+"""(release, scheme) whose executed MoE cells skip a step of vLLM's path: left out, and
+the verdict with the scheme unknown recomputed from the others."""
+
+
+def _schemes(version: str, case: dict[str, Any]) -> dict[str, str]:
+    return {
+        scheme: status
+        for scheme, status in case["per_quantization"].items()
+        if case["field"] != "moe_backend" or (version, scheme) not in EXECUTOR_GAPS
+    }
+
+
+def _unknown_scheme(per_scheme: dict[str, str]) -> str:
+    statuses = set(per_scheme.values())
+    return "error" if statuses <= {"refused"} else "not error"
+
+
+def _target(version: str, name: str) -> Target:
+    spec = load(version, "linear")["meta"]["platform"]["targets"][name]
+    return next(p for p in PRESETS.values() if p.device == spec["device_name"])
+
+
+def _severity(version: str, case: dict[str, Any], scheme: str | None) -> str:
+    target = _target(version, case["device"])
+    ctx = Context(target, version, scheme, expert_parallel=case["expert_parallel"])
+    problem = check(case["field"], case["value"], ctx).problem()
+    return "ok" if problem is None else problem.severity
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_no_false_error_against_the_executed_verdicts(version: str) -> None:
+    compared = 0
+    false_errors: list[tuple[str, str, str, str | None]] = []
+    for case in load(version, "verdicts")["cases"]:
+        schemes = _schemes(version, case)
+        if _unknown_scheme(schemes) != "error":
+            compared += 1
+            if _severity(version, case, None) == "error":
+                false_errors.append((case["device"], case["field"], case["value"], None))
+        for scheme, status in schemes.items():
+            if status == "refused" or scheme == "any":
+                continue
+            compared += 1
+            if (case["field"], case["value"]) in LIBRARY_CHECKED:
+                continue
+            if (version, case["field"], case["value"]) in RUNTIME_CHECKED:
+                continue
+            if _severity(version, case, scheme) == "error":
+                false_errors.append((case["device"], case["field"], case["value"], scheme))
+    assert compared > 3000
+    assert false_errors == []
