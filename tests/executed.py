@@ -13,15 +13,21 @@ from typing import Any
 from kernelcfg.vllm import releases as known
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-RELEASES = tuple(known.known_versions())
-"""The releases kernelcfg knows: those of them with executed linear / attention / top-k /
-verdict vectors are checked (a release added later is covered once its vectors exist)."""
 
 
 def _path(version: str, kind: str) -> Path:
     """``executed-<kind>.json``, or ``.json.gz`` (older releases are kept packed)."""
     plain = GOLDEN / f"vllm-{version}" / f"executed-{kind}.json"
     return plain if plain.is_file() else plain.with_name(plain.name + ".gz")
+
+
+RELEASES = tuple(
+    v
+    for v in known.known_versions()
+    if all(_path(v, kind).is_file() for kind in ("linear", "attention", "verdicts"))
+)
+"""The releases kernelcfg knows whose linear / attention / verdict vectors were executed
+(a release added later is covered once ``execute/all.py`` has made them)."""
 
 
 def releases(kind: str) -> tuple[str, ...]:

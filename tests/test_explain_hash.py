@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kernelcfg.vllm import releases
+
 from .cli_helpers import run
 
 
@@ -17,8 +19,17 @@ def test_attention_backend_is_part_of_the_attention_hash_only() -> None:
 def test_a_kernel_field_names_each_releases_hash_scheme() -> None:
     done = run("explain", "moe_backend")
     assert "part of the kernel-config hash: True" in done.stdout
-    assert "hashed by: KernelConfig.compute_hash() (0.29.0-0.33.0)" in done.stdout
-    assert "hashed by: hash_config(KernelConfig.compile_factors()) (0.34.0)" in done.stdout
+    schemes = {
+        v: releases.data_file(f"vllm-{v}.json")["kernel_config"]["hash_scheme"]
+        for v in releases.known_versions()
+    }
+    old = [v for v, scheme in schemes.items() if scheme == "compute_hash"]
+    new = [v for v, scheme in schemes.items() if scheme == "hash_config"]
+    assert old and new and len(old) + len(new) == len(schemes)
+    span = f"{old[0]}-{old[-1]}" if len(old) > 1 else old[0]
+    assert f"hashed by: KernelConfig.compute_hash() ({span})" in done.stdout
+    span = f"{new[0]}-{new[-1]}" if len(new) > 1 else new[0]
+    assert f"hashed by: hash_config(KernelConfig.compile_factors()) ({span})" in done.stdout
     data = run("explain", "moe_backend", "--format", "json").json()
     assert data["hash"] == "kernel_config"
     assert set(data["hashed_by"]) == set(data["hashed"])
