@@ -18,7 +18,9 @@
 4. the release's own MoE selection executed (``execute/moe.py``), written as
    ``tests/golden/vllm-X.Y.Z/executed-moe.json`` (with ``--out``:
    ``FOLDER/executed-moe-X.Y.Z.json``), and compared with kernelcfg's picks on the new
-   data (``tests/moe_executed.py``);
+   data (``tests/moe_executed.py``); into kernelcfg's own folder, also its linear,
+   attention and top-k selection (``execute/all.py``) and the tests that hold kernelcfg
+   to them, for this release;
 5. the to-do list: the vLLM source files that differ from the nearest release's, by
    the data file whose selection code they are (``source_diff.py``), and the executed
    cells kernelcfg disagrees with; the wall time.
@@ -288,6 +290,72 @@ def _execute(run: Run) -> tuple[list[str], int]:
     return lines, len(found["wrong"])
 
 
+EXECUTED_TESTS = (
+    "tests/test_linear_executed.py",
+    "tests/test_attention_executed.py",
+    "tests/test_topk_executed.py",
+    "tests/test_verdicts_executed.py",
+)
+"""The tests that hold kernelcfg to a release's executed linear / attention / top-k /
+verdict vectors."""
+
+
+def _execute_others(run: Run) -> tuple[list[str], int]:
+    """Execute the release's linear, attention and top-k selection (``execute/all.py``:
+    ``tests/golden/vllm-X.Y.Z/executed-*.json`` and the verdicts from them), then run the
+    tests that compare kernelcfg with them for this release: each failing test is a cell
+    class to explain."""
+    cmd = [
+        *_nice(),
+        sys.executable,
+        str(HERE / "execute" / "all.py"),
+        run.version,
+        "--only",
+        "linear,attention,topk",
+    ]
+    skipped = "not made; no executed linear / attention / top-k cells on the to-do list"
+    if not run.step(
+        "executed linear/attention/top-k (execute/all.py)", cmd, needed=False, skipped=skipped
+    ):
+        return ["Executed linear / attention / top-k vectors: not made (see the steps)"], 0
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rf",
+            "-k",
+            run.version,
+            *EXECUTED_TESTS,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    failing = [
+        ln.removeprefix("FAILED ") for ln in proc.stdout.splitlines() if ln.startswith("FAILED ")
+    ]
+    outcome = "ok" if not failing else f"{len(failing)} failing"
+    run.steps.append(
+        (
+            "kernelcfg against the executed linear/attention/top-k",
+            time.monotonic() - started,
+            outcome,
+        )
+    )
+    lines = [
+        f"Executed linear / attention / top-k / verdict tests for {run.version}: "
+        f"{len(failing)} failing"
+    ]
+    lines += [f"    {name[:200]}" for name in failing]
+    return lines, len(failing)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("version", help="the release, X.Y.Z")
@@ -315,6 +383,10 @@ def main(argv: list[str] | None = None) -> int:
         _hand_read(run)
         moved = _publish(run)
         executed, wrong = ([], 0) if args.no_execute else _execute(run)
+        if not args.no_execute and out == RELEASES_DIR:
+            more, failing = _execute_others(run)
+            executed += more
+            wrong += failing
         cited = {k: _known_file(run, f"{k}-{near}.json") for k in (*HAND_READ, "vllm")}
         report = source_diff.compare(
             new_wheel,
