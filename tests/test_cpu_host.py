@@ -206,7 +206,7 @@ def test_zentorch_experts_on_a_zen_host_with_zentorch(tmp_path: Path, version: s
         assert zen == kernel("--device", "epyc-genoa", "--install", "pip")
         return
     assert zen == zentorch[0]
-    needs = json.dumps(experts[zen]["supports"]["current_device"])
+    needs = json.dumps(experts[zentorch[0]]["supports"]["current_device"])
     assert '"has": "zentorch"' in needs
     assert '"feature_off": "zen"' in needs
     assert kernel("--device", "epyc-genoa", "--install", "pip") != zen
