@@ -17,7 +17,7 @@ from kernelcfg.vllm import releases
 from kernelcfg.vllm.compile_cache.start_up import Launch, writes
 
 from .cli_helpers import run
-from .test_moe_checkpoint import CT_W8A8_INT8, QWEN3_30B
+from .test_moe_checkpoint import CT_FP8_STATIC, CT_W8A8_INT8, QWEN3_30B
 from .test_verdict34 import QWEN3_MOE_T5
 
 OLD = ("0.27.0", "0.28.0")
@@ -157,3 +157,32 @@ def test_torch_linear_backend_kernels(version: str) -> None:
     block = _check(version, "linear_backend", "torch", "h100", "fp8_block")
     assert (block.status == "runs") is (version != "0.27.0")
     assert _check("0.30.0", "linear_backend", "torch", "b200", "nvfp4").status == "runs"
+
+
+# ---------------------------------------------------------------- --linear-backend
+
+
+@pytest.mark.parametrize("version", OLD)
+def test_a_backend_with_no_kernel_for_the_layers(tmp_path: Path, version: str) -> None:
+    # 0.27.0 vllm/model_executor/kernels/linear/__init__.py:590 (choose_scaled_mm_linear_
+    # kernel; :754, :805, :856, :909, :1043 for the other lists): a --linear-backend with
+    # no kernel in the layer's list raises; 0.28.0 :372 _resolve_backend_kernels warns
+    # and walks the whole list (MXFP6 alone raises, :939)
+    model = _model(tmp_path, "fp8", {**QWEN3_MOE_T5, "quantization_config": CT_FP8_STATIC})
+    done = run(
+        "resolve", "--format", "json", "--device", "h100", "--vllm-version", version,
+        "--linear-backend", "exllama", "--", "vllm", "serve", model,
+    )  # fmt: skip
+    found = done.json()
+    said = [p for p in found["problems"] if p["field"] == "linear_backend"]
+    if version == "0.27.0":
+        (refusal,) = said
+        assert refusal["code"] == "linear-backend-raises"
+        assert (
+            "ValueError: --linear-backend=exllama was requested but no 'exllama' kernel "
+            "exists for this layer type." in refusal["message"]
+        )
+        assert not found["valid"]
+    else:
+        assert [p["severity"] for p in said] == ["warning"]
+        assert "vLLM warns and chooses automatically" in said[0]["message"]
