@@ -323,12 +323,18 @@ def test_a_batch_line_and_a_matrix_state_the_cpu() -> None:
     assert arches == ["x86_64", "ppc64le"]
 
 
-def test_unknown_host_says_what_other_hosts_pick(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_unknown_host_says_what_other_hosts_pick(tmp_path: Path, version: str) -> None:
     """The generic ``cpu`` target does not state its host: the MoE pick is the release
-    data's assumed host's (x86 with AMX), and the picks of other hosts are named."""
+    data's assumed host's (x86 with AMX), and the picks of other hosts are named; where
+    the release walks no experts class on CPU, every host's pick is the same."""
     model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
-    argv = ["--vllm-version", "0.33.0", "--", "vllm", "serve", model]
+    argv = ["--vllm-version", version, "--", "vllm", "serve", model]
     generic = _resolve("--device", "cpu", *argv)["selection"]["moe_backend"]
+    if not _cpu_experts_class(version):
+        assert (generic["backend"], generic["kernel"]) == ("CPU", None)
+        assert "by_host" not in generic
+        return
     stated = _resolve("--device", "cpu", "--cpu-features", "x86_64 avx512 avx512_bf16", *argv)
     kernel = stated["selection"]["moe_backend"]["kernel"]
     assert kernel != generic["kernel"]

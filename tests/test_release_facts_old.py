@@ -61,6 +61,24 @@ def test_no_zentorch_int8_experts(tmp_path: Path, version: str) -> None:
     assert _selection("0.29.0", model, *zen, "all")["moe_backend"]["kernel"] == "ZenCPUExpertsInt8"
 
 
+def test_cpu_experts_ask_no_amx_in_027(tmp_path: Path) -> None:
+    # 0.27.0 experts/cpu_moe.py:557 CPUExpertsInt8._supports_current_device: x86 alone
+    # (0.28.0 :1059 adds AMX tiles and is_supported_config's dimension checks); :49, :207,
+    # :408 CPUExpertsFp8, CPUExpertsMxfp4, CPUExpertsInt4: is_cpu() alone
+    experts = releases.data_file("moe-0.27.0.json")["experts"]
+    for name in ("CPUExpertsFp8", "CPUExpertsMxfp4", "cpu_moe.CPUExpertsInt4"):
+        assert experts[name]["supports"]["current_device"] == {"kind": ["cpu"]}, name
+    assert "extra" not in experts["CPUExpertsInt8"]
+    model = _model(tmp_path, "w8a8", {**QWEN3_30B, "quantization_config": CT_W8A8_INT8})
+    old = _selection("0.27.0", model, "--device", "epyc-genoa")["moe_backend"]
+    assert (old["status"], old["kernel"]) == ("selected", "CPUExpertsInt8")
+    new = _selection("0.28.0", model, "--device", "epyc-genoa")["moe_backend"]
+    assert new["status"] == "error"
+    assert _selection("0.28.0", model, "--device", "xeon-spr")["moe_backend"]["kernel"] == (
+        "CPUExpertsInt8"
+    )
+
+
 def test_zentorch_fused_moe_since_028(tmp_path: Path) -> None:
     # 0.28.0 experts/cpu_moe.py:167 CPUUnquantizedExperts, :301 is_zentorch_moe_supported
     # in process_weights_after_loading; 0.27.0's cpu_moe.py has no such class (its CPU
