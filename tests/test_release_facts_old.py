@@ -169,9 +169,13 @@ def test_torch_linear_backend_kernels(version: str) -> None:
     # vllm/model_executor/kernels/linear/__init__.py's "torch" set: the FP8 per-tensor,
     # channel-wise and row-wise kernels (:280-284 in 0.27.0), BlockWise since 0.28.0
     # (:303-308), no NVFP4 kernel before 0.30.0, no MXFP4/MXFP8 one before 0.33.0
+    # and where it has none, 0.27.0 raises (:590, :805, :856, :1043) where 0.28.0 warns
     for scheme, device in (("nvfp4", "b200"), ("mxfp8", "h100"), ("mxfp4", "h100")):
         verdict = _check(version, "linear_backend", "torch", device, scheme)
         assert f"'torch' has no {scheme} kernel in vLLM {version}" in verdict.reason
+        raises = version == "0.27.0"
+        assert verdict.status == ("cannot-run" if raises else "falls-back")
+        assert ("was requested but no 'torch' kernel exists" in verdict.reason) is raises
     block = _check(version, "linear_backend", "torch", "h100", "fp8_block")
     assert (block.status == "runs") is (version != "0.27.0")
     assert _check("0.30.0", "linear_backend", "torch", "b200", "nvfp4").status == "runs"
@@ -204,3 +208,14 @@ def test_a_backend_with_no_kernel_for_the_layers(tmp_path: Path, version: str) -
     else:
         assert [p["severity"] for p in said] == ["warning"]
         assert "vLLM warns and chooses automatically" in said[0]["message"]
+
+
+@pytest.mark.parametrize("version", [*OLD, "0.29.0"])
+def test_mxfp6_without_a_kernel_of_the_backend(version: str) -> None:
+    # init_mxfp6_linear_kernel raises when the narrowed list is empty (0.27.0 :909,
+    # 0.28.0 :939); from 0.29.0 _filter_kernels_by_backend (:341) already warns and
+    # returns the whole list, so that raise is never reached
+    verdict = _check(version, "linear_backend", "humming", "mi355x", "mxfp6")
+    raises = version in OLD
+    assert verdict.status == ("cannot-run" if raises else "falls-back")
+    assert ("kernel exists for MXFP6 layers" in verdict.reason) is raises
