@@ -36,6 +36,8 @@ GENOA = (
 """An AMD EPYC 4th gen's (Zen 4: AVX-512, no AMX)."""
 GRAVITON = "processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd sve2 bf16\n"
 """An Arm server's (aarch64: the flags line is ``Features``)."""
+RELEASES = releases.known_versions()
+"""Every release kernelcfg has data for: one added later is checked without editing here."""
 
 
 def _model(tmp_path: Path, name: str, config: dict[str, Any]) -> str:
@@ -55,6 +57,19 @@ def _resolve(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
 def _experts(version: str) -> dict[str, Any]:
     found: dict[str, Any] = releases.data_file(f"moe-{version}.json")["experts"]
     return found
+
+
+def _cpu_experts_class(version: str) -> bool:
+    """Whether the release's unquantized MoE oracle walks experts classes on CPU (vLLM
+    0.27.0 returns its CPU backend with none: the unquantized method's own CPU path)."""
+    inline = releases.data_file(f"moe-{version}.json")["oracles"]["unquantized"]["inline"]
+    cpu = [e for e in inline if e["when"] == {"kind": ["cpu"]}]
+    return not cpu or cpu[0]["experts"] is not None
+
+
+def _in_range(entry: dict[str, Any], version: str) -> bool:
+    low, high = (releases.version_key(v) for v in entry["releases"])
+    return low <= releases.version_key(version) <= high
 
 
 def _needs_amx(condition: Any) -> bool:
@@ -147,16 +162,21 @@ def test_bad_cpu_features_are_one_line(args: list[str], words: list[str]) -> Non
 # What they decide: the MoE experts, the zentorch world
 
 
-@pytest.mark.parametrize("version", ["0.29.0", "0.33.0", "0.34.0"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_moe_experts_follow_the_host(tmp_path: Path, version: str) -> None:
     """An AMX host takes the AMX experts; an AMD EPYC (no AMX) passes over them, as
-    vLLM's walk does, to the portable class."""
+    vLLM's walk does, to the portable class. Where the release walks no experts class
+    on CPU, no host has one."""
     model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
     experts = _experts(version)
     picks = {}
     for device in ("xeon-spr", "epyc-genoa"):
         data = _resolve("--device", device, "--vllm-version", version, "--", "vllm", "serve", model)
         picks[device] = data["selection"]["moe_backend"]
+    if not _cpu_experts_class(version):
+        assert [p["kernel"] for p in picks.values()] == [None, None]
+        assert {p["backend"] for p in picks.values()} == {"CPU"}
+        return
     amx = picks["xeon-spr"]["kernel"]
     assert _needs_amx(experts[amx]["supports"]["current_device"])
     epyc = picks["epyc-genoa"]
@@ -166,19 +186,27 @@ def test_moe_experts_follow_the_host(tmp_path: Path, version: str) -> None:
     assert "current device" in passed[amx]["reason"]
 
 
-def test_zentorch_experts_on_a_zen_host_with_zentorch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_zentorch_experts_on_a_zen_host_with_zentorch(tmp_path: Path, version: str) -> None:
     """vLLM's Zen platform (an AMD CPU with AVX-512 and zentorch importable: ``pip
-    install vllm[zen]``, kernelcfg's ``--install all``) runs zentorch's experts."""
+    install vllm[zen]``, kernelcfg's ``--install all``) runs zentorch's experts where the
+    release's INT8 oracle lists a zentorch class; elsewhere the Zen host's pick is the
+    plain install's."""
     model = _model(tmp_path, "w8a8", {**QWEN3_30B, "quantization_config": CT_W8A8_INT8})
-    experts = _experts("0.33.0")
+    experts = _experts(version)
+    listed = releases.data_file(f"moe-{version}.json")["oracles"]["int8"]["backend_classes"]
+    zentorch = [c for c in listed["CPU"] if '"zentorch"' in json.dumps(experts[c]["supports"])]
 
     def kernel(*args: str) -> str | None:
-        data = _resolve(*args, "--vllm-version", "0.33.0", "--", "vllm", "serve", model)
+        data = _resolve(*args, "--vllm-version", version, "--", "vllm", "serve", model)
         return data["selection"]["moe_backend"]["kernel"]  # type: ignore[no-any-return]
 
     zen = kernel("--device", "epyc-genoa", "--install", "all")
-    assert zen is not None
-    needs = json.dumps(experts[zen]["supports"]["current_device"])
+    if not zentorch:
+        assert zen == kernel("--device", "epyc-genoa", "--install", "pip")
+        return
+    assert zen == zentorch[0]
+    needs = json.dumps(experts[zentorch[0]]["supports"]["current_device"])
     assert '"has": "zentorch"' in needs
     assert '"feature_off": "zen"' in needs
     assert kernel("--device", "epyc-genoa", "--install", "pip") != zen
@@ -188,12 +216,22 @@ def test_zentorch_experts_on_a_zen_host_with_zentorch(tmp_path: Path) -> None:
 # What they decide: attention
 
 
-@pytest.mark.parametrize("version", ["0.30.0", "0.33.0", "0.34.0"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_mla_attention_follows_the_host(tmp_path: Path, version: str) -> None:
     """CpuPlatform's MLA branch: the first of the release's list whose host features the
-    host has (AMX_MLA with AMX tiles, CPU_MLA elsewhere); unknown: depends."""
+    host has (AMX_MLA with AMX tiles, CPU_MLA elsewhere); unknown: depends. A release
+    with no CPU MLA backend refuses MLA on every host with its own error."""
     model = _model(tmp_path, "r1", R1)
-    order = releases.data_file(f"selector-{version}.json")["platforms"]["cpu"]["host"]["mla"]
+    platform = releases.data_file(f"selector-{version}.json")["platforms"]["cpu"]
+    if "mla_refused" in platform:
+        assert "mla" not in platform["host"]
+        for device in ("xeon-spr", "epyc-genoa", "cpu"):
+            argv = ["--device", device, "--vllm-version", version, "--", "vllm", "serve", model]
+            picked = _resolve(*argv)["selection"]["attention"]
+            assert picked["status"] == "error", device
+            assert platform["mla_refused"] in json.dumps(picked), device
+        return
+    order = platform["host"]["mla"]
     for device in ("xeon-spr", "epyc-genoa", "graviton4"):
         words = PRESETS[device].host_features or {}
         expected = next(s["backend"] for s in order if all(words[n] for n in s["needs"]))
@@ -201,13 +239,17 @@ def test_mla_attention_follows_the_host(tmp_path: Path, version: str) -> None:
         picked = data["selection"]["attention"]
         assert (picked["status"], picked["backend"]) == ("selected", expected), device
     generic = _resolve("--device", "cpu", "--vllm-version", version, "--", "vllm", "serve", model)
-    assert generic["selection"]["attention"]["status"] == "depends"
+    every_host = not order[0]["needs"]  # the first asks nothing of the host: every host's
+    said = generic["selection"]["attention"]
+    assert said["status"] == ("selected" if every_host else "depends")
 
 
-def test_quantized_kv_cache_needs_avx512_or_amx(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_quantized_kv_cache_needs_avx512_or_amx(tmp_path: Path, version: str) -> None:
     model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
-    args = ["--vllm-version", "0.33.0", "--", "vllm", "serve", model, "--kv-cache-dtype", "fp8"]
-    host = releases.data_file("selector-0.33.0.json")["platforms"]["cpu"]["host"]
+    args = ["--vllm-version", version, "--", "vllm", "serve", model, "--kv-cache-dtype", "fp8"]
+    host = releases.data_file(f"selector-{version}.json")["platforms"]["cpu"]["host"]
+    assert host["kv_quantized_source"].startswith("vllm/v1/attention/backends/cpu_attn.py:")
     for device in ("xeon-spr", "epyc-genoa", "graviton4"):
         words = PRESETS[device].host_features or {}
         runs = any(words[n] for n in host["kv_quantized_needs_any"])
@@ -218,42 +260,48 @@ def test_quantized_kv_cache_needs_avx512_or_amx(tmp_path: Path) -> None:
 # What they decide: the start-up env writes
 
 
-@pytest.mark.parametrize("version", ["0.30.0", "0.33.0"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_start_up_layout_follows_the_host(tmp_path: Path, version: str) -> None:
+    """VLLM_SSM_CONV_STATE_LAYOUT: written on the host feature the release asks torch
+    for (AMX tiles in 0.27.0 and 0.28.0, AVX512-BF16 since 0.29.0): an AMD EPYC 4th gen
+    has the second and not the first."""
     model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
-    write = next(
+    (write,) = [
         w
         for w in releases.data_file("start-up-env.json")["writes"]
-        if w["when"] == "host_avx512_bf16"
-        and releases.version_key(w["releases"][0])
-        <= releases.version_key(version)
-        <= releases.version_key(w["releases"][1])
-    )
+        if w["variable"] == "VLLM_SSM_CONV_STATE_LAYOUT" and _in_range(w, version)
+    ]
     name = write["variable"]
-    for device in ("xeon-spr", "epyc-milan"):
+    word = write["when"].removeprefix("host_")
+    for device in ("xeon-spr", "epyc-genoa", "epyc-milan"):
         args = ["--device", device, "--vllm-version", version, "--", "vllm", "serve", model]
         key = _resolve(*args)["compile_cache"]
         assert not [u for u in key["unknown"] if u.startswith(f"env {name}")]
         assert key["env_factors"] is not None
-        has = (PRESETS[device].host_features or {})["avx512_bf16"]
+        has = (PRESETS[device].host_features or {})[word]
         assert (key["env_factors"].get(name) == write["value"]) is has, device
 
 
-@pytest.mark.parametrize("version", ["0.30.0", "0.33.0", "0.34.0"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_zentorch_runs_inside_the_portable_classes(tmp_path: Path, version: str) -> None:
     """On vLLM's Zen platform the portable experts class calls zentorch's fused MoE and
-    the CPU GEMM dispatch zentorch's linear op (the release data's ``runs``): said."""
+    the CPU GEMM dispatch zentorch's linear op (the release data's ``runs``): said. Every
+    release states its CPU GEMM dispatch's; a release whose CPU MoE walks no experts
+    class (0.27.0) runs no zentorch MoE."""
     model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
-    moe_runs = _experts(version)["CPUUnquantizedExperts"]["runs"][0]["kernel"]
     linear = releases.data_file(f"linear-{version}.json")["selectors"]["unquantized"]
     linear_runs = linear["dispatch_runs"]["cpu"][0]["kernel"]
     argv = ["--vllm-version", version, "--", "vllm", "serve", model]
     zen = _resolve("--device", "epyc-genoa", "--install", "all", *argv)["selection"]
+    assert zen["linear_backend"]["runs"] == linear_runs
+    if not _cpu_experts_class(version):
+        assert "runs" not in zen["moe_backend"]
+        return
+    moe_runs = _experts(version)["CPUUnquantizedExperts"]["runs"][0]["kernel"]
     assert (zen["moe_backend"]["kernel"], zen["moe_backend"]["runs"]) == (
         "CPUUnquantizedExperts",
         moe_runs,
     )
-    assert zen["linear_backend"]["runs"] == linear_runs
     for device, install in (("epyc-genoa", "pip"), ("xeon-spr", "all")):
         plain = _resolve("--device", device, "--install", install, *argv)["selection"]
         assert "runs" not in plain["moe_backend"]
@@ -275,12 +323,18 @@ def test_a_batch_line_and_a_matrix_state_the_cpu() -> None:
     assert arches == ["x86_64", "ppc64le"]
 
 
-def test_unknown_host_says_what_other_hosts_pick(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_unknown_host_says_what_other_hosts_pick(tmp_path: Path, version: str) -> None:
     """The generic ``cpu`` target does not state its host: the MoE pick is the release
-    data's assumed host's (x86 with AMX), and the picks of other hosts are named."""
+    data's assumed host's (x86 with AMX), and the picks of other hosts are named; where
+    the release walks no experts class on CPU, every host's pick is the same."""
     model = _model(tmp_path, "qwen3", QWEN3_MOE_T5)
-    argv = ["--vllm-version", "0.33.0", "--", "vllm", "serve", model]
+    argv = ["--vllm-version", version, "--", "vllm", "serve", model]
     generic = _resolve("--device", "cpu", *argv)["selection"]["moe_backend"]
+    if not _cpu_experts_class(version):
+        assert (generic["backend"], generic["kernel"]) == ("CPU", None)
+        assert "by_host" not in generic
+        return
     stated = _resolve("--device", "cpu", "--cpu-features", "x86_64 avx512 avx512_bf16", *argv)
     kernel = stated["selection"]["moe_backend"]["kernel"]
     assert kernel != generic["kernel"]

@@ -19,7 +19,8 @@ from .cli_helpers import run
 from .test_attention_old import GPT_OSS, LLAMA
 from .test_moe_checkpoint import CT_FP8_STATIC, CT_W4A8_FP8
 
-RELEASES = ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+RELEASES = releases.known_versions()
+"""Every release kernelcfg has data for: one added later is checked without editing here."""
 
 
 def _model(tmp_path: Path, name: str, config: dict[str, Any]) -> str:
@@ -99,6 +100,50 @@ def test_a_backend_vllm_walks_alone_and_cannot_use_is_refused(
     assert "runs here instead" in refusal["message"]
     assert "chooses automatically" not in json.dumps(data["problems"])
     assert not data["valid"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_kernel_list_says_vllms_load_time_error(version: str) -> None:
+    """Each list a layer's kernels are walked from has vLLM's ``Failed to find a kernel``
+    error, naming the layer family its function raises for, with the release's line."""
+    data = releases.data_file(f"linear-{version}.json")
+    lists = {s["list"] for s in data["selectors"].values() if "list" in s}
+    assert lists == set(data["no_kernel_error"])
+    for name in lists:
+        said = data["no_kernel_error"][name]
+        assert said["error"].startswith("ValueError: Failed to find a kernel that can implement")
+        assert said["source"].startswith("vllm/model_executor/kernels/linear/__init__.py:")
+    assert len({data["no_kernel_error"][n]["source"] for n in lists}) == len(
+        {data["no_kernel_error"][n]["error"] for n in lists}
+    )  # one raise per layer family
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_backend_with_no_kernel_in_the_list_raises_where_the_release_does(
+    version: str,
+) -> None:
+    """Every kernel list says what vLLM does when ``--linear-backend`` has none of its
+    kernels there: raise (every list in 0.27.0, MXFP6's in 0.28.0) or warn and walk the
+    whole list. Humming has no MXFP6 kernel on ROCm: refused at load where the release
+    raises, a warning otherwise."""
+    data = releases.data_file(f"linear-{version}.json")
+    lists = {s["list"] for s in data["selectors"].values() if "list" in s}
+    assert lists == set(data["no_named_kernel_error"])
+    for name in lists:
+        said = data["no_named_kernel_error"][name]
+        assert ("error" in said) is not said.get("falls_back", False)
+        assert said["source"].startswith("vllm/model_executor/kernels/linear/__init__.py:")
+    mxfp6 = data["no_named_kernel_error"]["mxfp6"]
+    argv = ["--device", "mi355x", "--vllm-version", version, "--quant-scheme", "mxfp6"]
+    found = _resolve(*argv, "--linear-backend", "humming")
+    (said,) = [p for p in found["problems"] if p["field"] == "linear_backend"]
+    if "error" in mxfp6:
+        assert said["severity"] == "error"
+        assert mxfp6["error"].format(value="humming") in said["message"]
+        assert not found["valid"]
+    else:
+        assert said["severity"] == "warning"
+        assert "chooses automatically" in said["message"]
 
 
 def test_the_refusal_is_vllms_for_the_issue_cases(tmp_path: Path) -> None:

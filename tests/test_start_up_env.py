@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kernelcfg.vllm import releases
 from kernelcfg.vllm.compile_cache.start_up import Launch, writes
 
 from .cli_helpers import run
@@ -29,6 +30,20 @@ LLAMA = {
 }
 """The tiny random Llama of the real CPU start, as transformers saved it."""
 R1 = Path(__file__).resolve().parent.parent / "docs" / "examples" / "deepseek-r1" / "config.json"
+RELEASES = releases.known_versions()
+"""Every release kernelcfg has data for: one added later is checked without editing here."""
+DATA = releases.data_file("start-up-env.json")
+
+
+def _holding(version: str, variable: str) -> list[dict[str, Any]]:
+    """The entries of ``variable`` whose release span holds ``version``."""
+    key = releases.version_key(version)
+    return [
+        w
+        for w in DATA["writes"]
+        if w["variable"] == variable
+        and releases.version_key(w["releases"][0]) <= key <= releases.version_key(w["releases"][1])
+    ]
 
 
 def _key(tmp_path: Path, config: dict[str, Any], *words: str) -> dict[str, Any]:
@@ -54,14 +69,58 @@ def test_the_cpu_platform_turns_the_shared_experts_stream_off(tmp_path: Path) ->
     assert key["env_factors"]["VLLM_SSM_CONV_STATE_LAYOUT"] == "SD"
 
 
-@pytest.mark.parametrize("version", ["0.30.0", "0.32.0"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_a_layout_the_host_cpu_decides_is_unknown_with_why(tmp_path: Path, version: str) -> None:
-    """0.31+ keeps a layout the launch set; 0.29/0.30 write over it on an AVX512-BF16
-    host, so there even a set layout leaves the env part unknown."""
+    """0.31+ keeps a layout the launch set; 0.27-0.30 write over it on a host with the
+    feature they ask torch for (AMX tiles in 0.27/0.28, AVX512-BF16 since), so there
+    even a set layout leaves the env part unknown; the why names that feature."""
     key = _key(tmp_path, LLAMA, "--device", "cpu", "--vllm-version", version)
     assert key["env_factors"] is None
     (why,) = [u for u in key["unknown"] if u.startswith("env VLLM_SSM_CONV_STATE_LAYOUT")]
-    assert "AVX512-BF16" in why
+    (entry,) = _holding(version, "VLLM_SSM_CONV_STATE_LAYOUT")
+    said = DATA["host_words"][entry["when"].removeprefix("host_")].split(" (")[0]
+    assert f"host CPU has {said}," in why
+    others = {w.split(" (")[0] for w in DATA["host_words"].values()} - {said}
+    assert not [o for o in others if o in why]
+    layout = _key(
+        tmp_path, LLAMA, "--device", "cpu", "--vllm-version", version,
+        "--env", "VLLM_SSM_CONV_STATE_LAYOUT=SD",
+    )  # fmt: skip
+    assert (layout["env_factors"] is None) is not entry["keeps_user_value"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_release_states_its_cpu_start_up_writes(version: str) -> None:
+    """vLLM's CPU platform writes both variables in every release kernelcfg has read:
+    one entry each holds for every release, so a release added without reading them
+    fails here."""
+    for variable in ("VLLM_DISABLE_SHARED_EXPERTS_STREAM", "VLLM_SSM_CONV_STATE_LAYOUT"):
+        (entry,) = _holding(version, variable)
+        assert entry["platforms"] == ["cpu"]
+    for entry in DATA["writes"]:
+        assert set(entry["releases"]) <= set(RELEASES)
+        if entry["when"].startswith("host_"):
+            assert entry["when"].removeprefix("host_") in DATA["host_words"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_rocm_awq_and_breakable_graphs_in_every_release(tmp_path: Path, version: str) -> None:
+    """VLLM_USE_TRITON_AWQ on ROCm for a quantised model, and VLLM_USE_BREAKABLE_CUDAGRAPH
+    for a model the release turns breakable CUDA graphs on for, enter the env part
+    where the data's span holds the release."""
+    quantized = {
+        **LLAMA,
+        "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128},
+    }
+    awq = _key(tmp_path, quantized, "--device", "mi300x", "--vllm-version", version)
+    assert awq["env_factors"]["VLLM_USE_TRITON_AWQ"] is bool(
+        _holding(version, "VLLM_USE_TRITON_AWQ")
+    )
+    arch = sorted(releases.load(version).breakable_architectures("cuda"))[0]
+    config = {**json.loads(R1.read_text()), "architectures": [arch]}
+    key = _key(tmp_path, config, "--device", "h100", "--vllm-version", version)
+    written = bool(_holding(version, "VLLM_USE_BREAKABLE_CUDAGRAPH"))
+    assert key["env_factors"]["VLLM_USE_BREAKABLE_CUDAGRAPH"] is written
 
 
 def test_rocm_writes_triton_awq_for_a_quantised_model(tmp_path: Path) -> None:

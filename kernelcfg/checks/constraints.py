@@ -261,6 +261,13 @@ class _Walk:
         failures = self.failures
         reason = why_not(self.value, self.served, failures)
         if self.linear and all(o.platform for _, o in failures):
+            raised = (
+                load_error(self.ctx.version, self.value, [s for s, _ in failures])
+                if self.scheme_certain
+                else None
+            )
+            if raised is not None:
+                return self._make("cannot-run", f"{reason}: vLLM raises while loading ({raised})")
             return self._make("falls-back", f"{reason}: vLLM warns and chooses automatically")
         if self.others_fall_back or (
             self.linear and not self.scheme_certain and any(o.platform for _, o in failures)
@@ -299,6 +306,28 @@ class _Walk:
                 "vLLM chooses automatically",
             )
         return self._make("runs", f"'{value}' fits {target_label(self.ctx.target)}")
+
+
+def load_error(version: str, value: str, schemes: Sequence[str]) -> str | None:
+    """vLLM's load-time error for a ``--linear-backend`` value with no kernel for these
+    schemes' layers, where the release raises for every kernel list they walk instead of
+    warning (``no_named_kernel_error`` in ``linear-X.Y.Z.json``: every list in 0.27.0,
+    MXFP6's in 0.28.0); ``None`` where some layer falls back or the release has no data."""
+    from kernelcfg.vllm import releases
+
+    data = releases.release_data("linear", version)
+    if data is None or not schemes:
+        return None
+    said = []
+    for scheme in schemes:
+        kinds = data["scheme_layers"].get(scheme, ())
+        selectors = [data["selectors"][data["layers"][k]["selector"]] for k in kinds]
+        if not selectors or any("list" not in s for s in selectors):
+            return None
+        said += [data["no_named_kernel_error"][s["list"]] for s in selectors]
+    if not all("error" in s for s in said):
+        return None
+    return str(said[0]["error"]).format(value=value)
 
 
 def matrix(ctx: Context, choices: Mapping[str, Sequence[str]]) -> list[Verdict]:

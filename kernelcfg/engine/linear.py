@@ -161,9 +161,10 @@ def explicit_problems(
     install (a library they need is not there) while under another install one can: an
     error when the install was named, else a warning naming the installs that refuse.
     Where no install runs it and vLLM walks the value's kernels alone for the model's
-    layers, vLLM's load-time refusal (:func:`_raises`). The layer kinds walked are the
-    scheme's where it is known, else every kind (for some checkpoint, one may run); the
-    device itself is judged by the catalogue otherwise."""
+    layers, vLLM's load-time refusal (:func:`_raises`); where the release raises for a
+    layer list the value has no kernel in (:func:`_none_named`), that refusal. The layer
+    kinds walked are the scheme's where it is known, else every kind (for some
+    checkpoint, one may run); the device itself is judged by the catalogue otherwise."""
     from kernelcfg.vllm.kernels.linear import model
 
     found = model(release.version)
@@ -171,6 +172,9 @@ def explicit_problems(
         return []
     scheme = _scheme(inputs)
     kinds = (_layer_kinds(found, scheme, inputs) if scheme else []) or list(found.data["layers"])
+    none_named = _none_named(found, kinds, value, target, inputs) if scheme else None
+    if none_named is not None:
+        return [none_named]
     key = (release.version, tuple(kinds), target, tuple(sorted(inputs.env.items())), value)
     works = _WORKS.get(key, lambda: _works(found, kinds, value, target, inputs))
     if works:  # another install runs it: a library this one lacks (said below)
@@ -218,6 +222,38 @@ def _raises(
         f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
         f"model under every install: it walks only {value}'s kernels for the {kind} layers "
         f"and none can implement them ({error} Reasons: {reasons})",
+    )
+
+
+def _none_named(
+    found: Any, kinds: list[str], value: str, target: Target, inputs: Inputs
+) -> Problem | None:
+    """vLLM's load-time refusal of ``--linear-backend value`` where a layer's kernel
+    list on the platform holds none of the value's kernels and the release raises for
+    that list instead of warning and walking it whole (``no_named_kernel_error``: every
+    list in vLLM 0.27.0, MXFP6's in 0.28.0). With the checkpoint's own layer kinds one such
+    layer is enough; without them every listed kind of the scheme must raise. Layers
+    outside any list (the unquantised GEMM dispatch) are not narrowed."""
+    where = _where(found, target, inputs, inputs.install)
+    listed = [
+        k for k in kinds if "list" in found.data["selectors"][found.data["layers"][k]["selector"]]
+    ]
+    raising = []
+    for kind in listed:
+        chosen = found.data["selectors"][found.data["layers"][kind]["selector"]]["list"]
+        said = found.data["no_named_kernel_error"][chosen]
+        if "error" in said and found.pick_named(kind, where, value) is None:
+            raising.append((kind, said["error"].format(value=value)))
+    if not raising or (not inputs.linear_kinds and len(raising) < len(listed)):
+        return None
+    kind, error = raising[0]
+    return Problem(
+        "error",
+        "linear-backend-raises",
+        "linear_backend",
+        f"--linear-backend {value} on {target.device}: vLLM raises while loading the "
+        f"model: none of {value}'s kernels is in its list for the {kind} layers on "
+        f"{target.kind} ({error})",
     )
 
 

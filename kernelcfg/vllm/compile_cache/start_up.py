@@ -6,9 +6,9 @@ that no launch sets).
 The writes are release data (``releases/start-up-env.json``, read from each release's
 platforms and ``VllmConfig``): the variable, the value, the platforms, the condition and
 whether a value the launch set is kept. A condition kernelcfg cannot know for another
-machine (the host CPU's AVX512-BF16, where the target does not state its CPU
-features) leaves that variable unknown, with why, unless the launch set it and vLLM
-keeps it.
+machine (the host CPU's AVX512-BF16, or its AMX tiles in vLLM 0.27.0 and 0.28.0: the
+data's ``host_words``, where the target does not state its CPU features) leaves that
+variable unknown, with why, unless the launch set it and vLLM keeps it.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class StartUpWrites:
 
 
 _HOST_FEATURE = (
-    "vLLM's CPU platform sets it to {value} where the host CPU has AVX512-BF16, which "
+    "vLLM's CPU platform sets it to {value} where the host CPU has {feature}, which "
     "kernelcfg does not know for this target (give --cpu-features or a CPU preset, e.g. "
     "--device xeon-spr)"
 )
@@ -68,7 +68,8 @@ def writes(version: str, environ: Mapping[str, str], launch: Launch) -> StartUpW
         when = entry["when"]
         if when.startswith("host_") and launch.host is None:
             kept = " (or set it in the launch's environment)" if entry["keeps_user_value"] else ""
-            unknown[name] = _HOST_FEATURE.format(value=entry["value"]) + kept
+            feature = _host_word(when.removeprefix("host_"))
+            unknown[name] = _HOST_FEATURE.format(value=entry["value"], feature=feature) + kept
         elif _holds(when, launch):
             written[name] = entry["value"]
     return StartUpWrites(written, unknown)
@@ -83,6 +84,12 @@ def _holds(when: str, launch: Launch) -> bool:
         "quantized": launch.quantized,
         "breakable_auto": launch.breakable_auto,
     }[when]
+
+
+def _host_word(word: str) -> str:
+    """A host-feature word as the data's ``host_words`` names it (``AVX512-BF16``)."""
+    said = str(releases.data_file("start-up-env.json")["host_words"][word])
+    return said.split(" (", maxsplit=1)[0]
 
 
 @cache
