@@ -25,7 +25,9 @@ def test_a_kernel_field_names_each_releases_hash_scheme() -> None:
     }
     old = [v for v, scheme in schemes.items() if scheme == "compute_hash"]
     new = [v for v, scheme in schemes.items() if scheme == "hash_config"]
-    assert old and new and len(old) + len(new) == len(schemes)
+    assert old
+    assert new
+    assert len(old) + len(new) == len(schemes)
     span = f"{old[0]}-{old[-1]}" if len(old) > 1 else old[0]
     assert f"hashed by: KernelConfig.compute_hash() ({span})" in done.stdout
     span = f"{new[0]}-{new[-1]}" if len(new) > 1 else new[0]
