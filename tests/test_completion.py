@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
         ("--moe-backend", "flashinfer_t", {"flashinfer_trtllm"}, {"triton"}),
         ("--attention-backend", "FLASH", {"FLASH_ATTN"}, set()),
         ("--quant-scheme", "fp8", {"fp8_block"}, set()),
+        ("--cpu-features", "", {"x86_64", "amx", "avx512"}, {"--device"}),
+        ("--cpu-features", "x86_64,av", {"x86_64,avx512", "x86_64,avx512_bf16"}, {"x86_64"}),
     ],
 )
 def test_values_complete_after_their_option(

@@ -159,6 +159,7 @@ KERNEL_FLAG_CHOICES = {
 def _option_values() -> dict[str, Callable[[], Iterable[str]]]:
     """kernelcfg's own target options and vLLM's backend options, each with where its
     values come from (the newest release's data for vLLM's)."""
+    from kernelcfg.targets import cpu
     from kernelcfg.targets.presets import KINDS, PRESETS
     from kernelcfg.vllm import releases
     from kernelcfg.vllm.inputs import INSTALLS
@@ -179,6 +180,7 @@ def _option_values() -> dict[str, Callable[[], Iterable[str]]]:
         "--device": lambda: PRESETS,
         "--platform": lambda: KINDS,
         "--install": lambda: INSTALLS,
+        "--cpu-features": lambda: [*cpu.ARCHES, *cpu.FLAGS],
         "--vllm-version": releases.known_versions,
         "--quant-scheme": lambda: SCHEMES,
         "--attention-backend": attention,
@@ -186,9 +188,14 @@ def _option_values() -> dict[str, Callable[[], Iterable[str]]]:
     }
 
 
+LISTS = frozenset({"--cpu-features"})
+"""The options whose value is a comma-separated list (each item completed)."""
+
+
 def complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
     """Complete the values of kernelcfg's target options (``--device`` presets,
-    ``--platform``, ``--install``, ``--vllm-version``, ``--quant-scheme``) and of vLLM's
+    ``--platform``, ``--install``, ``--cpu-features``, ``--vllm-version``,
+    ``--quant-scheme``) and of vLLM's
     backend options after them, and the option names themselves."""
     from kernelcfg.flags.argv import CONTEXT_OPTIONS
 
@@ -198,7 +205,10 @@ def complete_flags(ctx: typer.Context, args: list[str], incomplete: str) -> list
     previous = typed[-1] if typed else ""
     values = _option_values()
     if previous in values:
-        return [v for v in values[previous]() if v.startswith(incomplete)]
+        # a list value (--cpu-features x86_64,am): complete its last item
+        done, _, last = incomplete.rpartition(",") if previous in LISTS else ("", "", incomplete)
+        head = done + "," if done else ""
+        return [head + v for v in values[previous]() if v.startswith(last)]
     flags = [
         *CONTEXT_OPTIONS,
         "--attention-backend",
