@@ -91,8 +91,10 @@ class Context:
         ):
             version = 2
         hd192_any_v = self.facts["flash_attn"].get("fa4_hd192") == "any_v"
-        if version == 4 and major >= 10 and not _fa4_tmem_fits(
-            head_size, head_size_v, kernel_256, hd192_any_v
+        if (
+            version == 4
+            and major >= 10
+            and not _fa4_tmem_fits(head_size, head_size_v, kernel_256, hd192_any_v)
         ):
             version = 2
         return version if self.fa_available(version) else None
