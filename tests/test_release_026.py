@@ -256,3 +256,23 @@ def test_int8_cpu_first_on_cpu() -> None:
     old = MoeRelease(VERSION)
     found = old.pick("int8_w8a8/compressed_tensors", "qwen3_moe", "TP1", old.where("cpu", "pip"))
     assert (found.backend, found.kernel) == ("CPU", "CPUExpertsInt8")
+
+
+def test_aiter_on_mi3xx_only() -> None:
+    # vllm/_aiter_ops.py:68-72 is_aiter_found_and_supported: on_mi3xx (gfx942, gfx950);
+    # experts/aiter_mxfp4_w4a8_moe.py:200-207 gfx950 only; 0.26.0 names no gfx1250
+    data = releases.release_data("moe", VERSION)
+    newer = releases.release_data("moe", NEXT)
+    assert data is not None
+    assert newer is not None
+    experts = data["experts"]
+    assert experts["AiterExperts"]["supports"]["current_device"]["gfx_contains"] == [
+        "gfx942",
+        "gfx950",
+    ]
+    assert experts["AiterW4A8ExpertsMonolithic"]["supports"]["current_device"]["gfx_in"] == [
+        "gfx950"
+    ]
+    assert (
+        "gfx1250" in newer["experts"]["AiterExperts"]["supports"]["current_device"]["gfx_contains"]
+    )
