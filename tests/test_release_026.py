@@ -276,3 +276,16 @@ def test_aiter_on_mi3xx_only() -> None:
     assert (
         "gfx1250" in newer["experts"]["AiterExperts"]["supports"]["current_device"]["gfx_contains"]
     )
+
+
+def test_mla_model_types() -> None:
+    # vllm/transformers_utils/model_arch_config_convertor.py:260-284 is_deepseek_mla: no
+    # k3_dspark (0.27.0 adds it), the list exactly as the source has it
+    data = releases.release_data("selector", VERSION)
+    newer = releases.release_data("selector", NEXT)
+    assert data is not None
+    assert newer is not None
+    types = data["models"]["mla_model_types"]
+    assert "k3_dspark" not in types
+    assert "k3_dspark" in newer["models"]["mla_model_types"]
+    assert len(types) == 17
