@@ -90,7 +90,12 @@ class Context:
             and (not hd256 or self._hd256_fallback(has_sinks, block_size))
         ):
             version = 2
-        if version == 4 and major >= 10 and not _fa4_tmem_fits(head_size, head_size_v, kernel_256):
+        hd192_any_v = self.facts["flash_attn"].get("fa4_hd192") == "any_v"
+        if (
+            version == 4
+            and major >= 10
+            and not _fa4_tmem_fits(head_size, head_size_v, kernel_256, hd192_any_v)
+        ):
             version = 2
         return version if self.fa_available(version) else None
 
@@ -139,7 +144,10 @@ class Context:
             and head_size_v in (None, 512)
             and self._fa4_fp8_kv_on_sm90()
         )
-        return ((version == 3 or sm90_fa4) and major == 9) or (version == 4 and major == 10)
+        sm100 = bool(self.facts["flash_attn"].get("fp8_kv_sm100_fa4", True))
+        return ((version == 3 or sm90_fa4) and major == 9) or (
+            version == 4 and major == 10 and sm100
+        )
 
     def _fa4_hd256_kernel(self) -> bool | str:
         """How FA4 serves head size 256 on Blackwell: ``True``, its dedicated kernel, with
@@ -169,17 +177,23 @@ def _fa4_hd256(head_size: int | None, head_size_v: int | None) -> bool:
     return head_size == 256 and head_size_v in (None, 256)
 
 
-def _fa4_tmem_fits(head_size: int | None, head_size_v: int | None, kernel_256: bool | str) -> bool:
+def _fa4_tmem_fits(
+    head_size: int | None,
+    head_size_v: int | None,
+    kernel_256: bool | str,
+    hd192_any_v: bool = False,
+) -> bool:
     """FA4's head sizes on Blackwell, bounded by TMEM: up to 128, 256 (V 256 where the
     release has the dedicated kernel, any V where ``kernel_256`` is ``"any_v"``, none where
-    it is ``False``), or 192 with V 128."""
+    it is ``False``), or 192 with V 128 (any V where the release's ``fa4_hd192`` is
+    ``"any_v"``: vLLM 0.26.0's fa_utils.py:239-243 tests ``head_size != 192`` alone)."""
     if head_size is None or head_size <= 128:
         return True
     if kernel_256 == "any_v":
         hd256 = head_size == 256
     else:
         hd256 = kernel_256 is True and _fa4_hd256(head_size, head_size_v)
-    return hd256 or (head_size == 192 and head_size_v == 128)
+    return hd256 or (head_size == 192 and (hd192_any_v or head_size_v == 128))
 
 
 def _tri_in(value: Any, allowed: list[Any]) -> Tri:
@@ -213,9 +227,10 @@ def _has_attr(ctx: Context, name: str) -> Tri:
     return None if ctx.f.hf is None else name in ctx.f.hf
 
 
-_ARCH_RULES: dict[str, Callable[[str | None, int], bool]] = {
+_ARCH_RULES: dict[str, Callable[[str | None, Any], bool]] = {
     "cdna_at_least": lambda arch, n: cdna_version(arch) >= n,
     "cdna_or_rdna": lambda arch, n: n in (cdna_version(arch), rdna_version(arch)),
+    "gfx_in": lambda arch, names: any(name in (arch or "") for name in names),
 }
 """Capability rules of ROCm backends that read the gfx architecture, not the capability."""
 

@@ -436,6 +436,8 @@ class MoeModel:
         for force in run.spec["forced"]:
             if force["stage"] == "after_loop" and holds(force["when"], where, run.feats):
                 run.extra_candidates.append(force["backend"])
+                if force.get("unchecked"):  # 0.26.0's ROCm MXFP8 fallback asks no class
+                    return self._finish(run, "selected", force["backend"], force["experts"], None)
                 saved = run.key
                 run.key = force.get("activation_key")
                 reason = None
