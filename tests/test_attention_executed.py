@@ -20,7 +20,10 @@ from kernelcfg.vllm.kernels.attention.facts import Features, Selection
 from kernelcfg.vllm.kernels.attention.features import features, platform_of
 from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
-from .executed import RELEASES, load
+from .executed import load, releases
+
+RELEASES = releases("attention")
+"""The releases whose attention selection was executed."""
 
 pytestmark = pytest.mark.golden
 

@@ -17,7 +17,10 @@ import pytest
 
 from kernelcfg.vllm.kernels import linear
 
-from .executed import RELEASES, load
+from .executed import load, releases
+
+RELEASES = releases("linear")
+"""The releases whose linear selection was executed."""
 
 pytestmark = pytest.mark.golden
 

@@ -17,7 +17,10 @@ import pytest
 from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS, Target
 
-from .executed import RELEASES, load
+from .executed import load, releases
+
+RELEASES = releases("verdicts")
+"""The releases whose verdicts selection was executed."""
 
 pytestmark = pytest.mark.golden
 
