@@ -34,12 +34,25 @@ def _model(version: str) -> linear.LinearModel:
     return found
 
 
+def _own_path(version: str, layer: str) -> bool:
+    """Whether the release hands ``layer`` to its quantisation method's own code, which
+    calls no linear-kernel chooser (the data's selector for it is a quantisation
+    method's fixed dispatch: 0.26.0's Quark OCP MX emulates MXFP4 weight-only, MXFP4 with
+    MXFP8 inputs and MXFP6 layers). What the driver's chooser did with such a layer kind
+    is nothing vLLM does: those cells are left out."""
+    data = _model(version).data
+    selector = data["selectors"][data["layers"][layer]["selector"]]
+    return "list" not in selector and "/quantization/" in selector.get("entry", "")
+
+
 def _cells(version: str, explicit: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
     data = load(version, "linear")
     cells = []
     outcomes = data["linear"]["outcomes"]
     for target, by_layer in data["linear"]["index"].items():
         for layer, by_world in by_layer.items():
+            if _own_path(version, layer):
+                continue
             for world, by_value in by_world.items():
                 for value, oid in by_value.items():
                     if (value != "auto") != explicit:
