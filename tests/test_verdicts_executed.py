@@ -49,6 +49,9 @@ EXECUTOR_GAPS = {
     "that calls select_w4a8_moe_backend only on SM90 (_is_fp8_w4a8_sm90, "
     "compressed_tensors_moe.py:174); the executor calls the oracle directly",
     ("0.30.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:167)",
+    ("0.28.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:174; oracle/w4a8.py:49-80 "
+    "select_w4a8_moe_backend, CUTLASS only, as in 0.29.0)",
+    ("0.27.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:174, oracle/w4a8.py:49-80)",
 }
 """(release, scheme) whose executed MoE cells skip a step of vLLM's path: left out, and
 the verdict with the scheme unknown recomputed from the others."""
