@@ -39,6 +39,8 @@ RUNTIME_CHECKED = {
     "cutlass_scaled_mm has no FP8 GEMM below SM89 and refuses at the first call (0.31.0 "
     "moved the check into is_supported: cutlass_fp8_supported(), :168)",
     ("0.30.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169)",
+    ("0.28.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
+    ("0.27.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
 }
 """(release, field, value) that vLLM's selection honours and its compiled kernel then
 refuses on the device: kernelcfg's error stands."""
