@@ -104,5 +104,7 @@ def test_no_false_error_against_the_executed_verdicts(version: str) -> None:
                 continue
             if _severity(version, case, scheme) == "error":
                 false_errors.append((case["device"], case["field"], case["value"], scheme))
-    assert compared > 3000
+    # 0.27.0 compares fewest (2,035): its linear filter raises for a backend with no kernel
+    # for the layer type (3,688 refused linear cells; 0.28.0 on warns, 834 refused)
+    assert compared > 2000
     assert false_errors == []
