@@ -36,7 +36,9 @@ SIMULATED_WITHOUT_FA = {
         "vllm/*.so only) and CPU torch lack: the import failed, FA3_AVAILABLE was False "
         "(vllm_flash_attn/flash_attn_interface.py:22-29) and get_flash_attn_version "
         "(v1/attention/backends/fa_utils.py:163-171) fell back to FA2 on SM90; the CUDA "
-        "wheel ships the extension and CUDA torch has libc10_cuda.so",
+        "wheel ships the extension and CUDA torch has libc10_cuda.so. The executor now "
+        "stubs it (EXTENSION_FOLDERS); vectors made again with it agree with kernelcfg on "
+        "every cell, and then this entry goes",
     ),
 }
 """Release -> (FlashAttention version, why): the executor could not load that version's
