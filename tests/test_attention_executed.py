@@ -10,7 +10,6 @@ a CUDA backend in an install exactly where vLLM raises, and honours it where vLL
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from functools import cache
 
@@ -31,41 +30,12 @@ pytestmark = pytest.mark.golden
 SAMPLE = 8
 """One explicit (target, feature, world, backend) cell in SAMPLE is checked."""
 
-SIMULATED_WITHOUT_FA = {
-    "0.27.0": (
-        3,
-        "0.27.0's vllm_flash_attn/_vllm_fa3_C links libc10_cuda.so, which the executor's "
-        "stand-in CUDA libraries (scripts/release/execute/common.py CUDA_LIBS, made for "
-        "vllm/*.so only) and CPU torch lack: the import failed, FA3_AVAILABLE was False "
-        "(vllm_flash_attn/flash_attn_interface.py:22-29) and get_flash_attn_version "
-        "(v1/attention/backends/fa_utils.py:163-171) fell back to FA2 on SM90; the CUDA "
-        "wheel ships the extension and CUDA torch has libc10_cuda.so. The executor now "
-        "stubs it (EXTENSION_FOLDERS); vectors made again with it agree with kernelcfg on "
-        "every cell, and then this entry goes",
-    ),
-}
-"""Release -> (FlashAttention version, why): the executor could not load that version's
-extension, so its vectors are those of a host without it. Such a release is compared
-with kernelcfg's selection with that version's families emptied, and kernelcfg's own
-selection must differ from it somewhere (the gap is real while it is listed)."""
-
 
 @cache
 def _selector(version: str) -> Selector:
     found = selector(version)
     assert found is not None
     return found
-
-
-@cache
-def _simulated(version: str) -> Selector:
-    """The selector the executed vectors answer to: kernelcfg's, less a FlashAttention
-    version the executor could not load (``SIMULATED_WITHOUT_FA``)."""
-    if version not in SIMULATED_WITHOUT_FA:
-        return _selector(version)
-    data = copy.deepcopy(dict(_selector(version).data))
-    data["flash_attn"]["families"][str(SIMULATED_WITHOUT_FA[version][0])] = []
-    return Selector(version, data)
 
 
 @cache
@@ -95,7 +65,7 @@ def _select(
     world: str,
     model: Selector | None = None,
 ) -> Selection:
-    model = model or _simulated(version)
+    model = model or _selector(version)
     env = load(version, "attention")["meta"]["worlds"][world].get("env", {})
     where = platform_of(model, _target(version, target), world, env)
     return model.select(backend, _features(version, feature), where)
@@ -126,27 +96,11 @@ def test_kernelcfg_picks_what_vllm_executed_on_auto(version: str) -> None:
     assert len(wrong) == 0, wrong[:10]
 
 
-@pytest.mark.parametrize("version", sorted(SIMULATED_WITHOUT_FA))
-def test_the_simulation_gap_is_still_there(version: str) -> None:
-    """kernelcfg's own selection differs from the simulated host's on some ``auto`` cell:
-    once the executor loads the extension (and the vectors are made again), the entry in
-    ``SIMULATED_WITHOUT_FA`` must go."""
-    auto = load(version, "attention")["auto"]
-    differing = 0
-    for target, by_feature in auto["index"].items():
-        for feature, by_world in by_feature.items():
-            for world in by_world:
-                mine = _select(version, target, feature, None, world, _selector(version))
-                simulated = _select(version, target, feature, None, world)
-                differing += (mine.status, mine.backend) != (simulated.status, simulated.backend)
-    assert differing > 0
-
-
 @pytest.mark.parametrize("version", RELEASES)
 def test_kernelcfg_refuses_where_vllm_raised(version: str) -> None:
     data = load(version, "attention")
     explicit, backends = data["explicit"], data["meta"]["backends"]
-    model = _simulated(version)
+    model = _selector(version)
     compared, wrong = 0, []
     for target, by_feature in explicit["index"].items():
         for feature, by_world in by_feature.items():
