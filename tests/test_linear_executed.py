@@ -95,7 +95,7 @@ def test_kernelcfg_walks_what_vllm_executed_on_auto(version: str) -> None:
             list(got.candidates) != outcome["candidates"] or trials != outcome["trials"]
         ):
             wrong.append((target, layer, world, "walk", got.trials))
-    assert len(cells) > 1400
+    assert len(cells) > 1100  # 0.26.0 hands four of the 23 layer kinds to Quark (_own_path)
     assert wrong == []
 
 
