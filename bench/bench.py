@@ -66,6 +66,8 @@ def cold_start(rounds: int) -> dict[str, float]:
 SERVE_2 = [*RESOLVE, "--", "vllm", "serve", "Qwen/Qwen3-8B", "-tp", "2"]
 SERVE_30 = [
     *RESOLVE,
+    "--install",
+    "image",  # DeepEP and DeepGEMM, which the launch names, come with vLLM's image
     "--",
     "vllm",
     "serve",
