@@ -17,6 +17,24 @@ def test_versions_lists_every_release() -> None:
     assert result.json()["format_version"] == "1"
 
 
+def test_the_release_table_fits_80_columns_with_each_ir_op_whole() -> None:
+    """A CI log is 80 columns wide: no line is longer, and no IR op's name is split."""
+    from typer.testing import CliRunner
+
+    from kernelcfg.cli import app
+
+    table = CliRunner().invoke(app, ["versions"], terminal_width=80, env={"COLUMNS": "80"})
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    assert [line for line in lines if len(line) > 80] == []
+    cells = {c.strip() for line in lines for c in line.split("│")}
+    ops = {
+        op for row in run("versions", "--format", "json").json()["releases"] for op in row["ir_ops"]
+    }
+    assert ops
+    assert ops <= cells
+
+
 def test_versions_diff_names_what_changed() -> None:
     data = run("versions", "0.32", "0.33", "--format", "json").json()
     assert data["fields"]["added"] == ["monokernel"]

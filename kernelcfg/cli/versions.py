@@ -57,13 +57,15 @@ def _release_table(rows: list[dict[str, Any]]) -> Any:
 
     from kernelcfg.output.tables import fold, plain
 
-    table = fold(Table("release", "fields", "IR ops", "MoE", "linear", "sparse top-k", "all2all"))
+    # one IR op a line, and short headings: the table fits 80 columns without
+    # splitting an op's name
+    table = fold(Table("release", "fields", "IR ops", "MoE", "linear", "top-k", "all2all"))
     for row in rows:
         c = row["choices"]
         table.add_row(
             row["version"],
             str(len(row["fields"])),
-            ", ".join(row["ir_ops"]),
+            "\n".join(row["ir_ops"]) or "-",
             str(c.get("MoEBackend", 0)),
             str(c.get("LinearBackend", 0)),
             str(c.get("SparseIndexerTopkBackend", "-")),
