@@ -152,3 +152,16 @@ def test_no_color_is_documented_and_works() -> None:
     plain = run(*args, env={"FORCE_COLOR": "1", "NO_COLOR": "1", "COLUMNS": "200"}).stdout
     assert "\x1b[32m" in coloured
     assert "\x1b[32m" not in plain
+
+
+def test_explain_prose_fits_80_columns() -> None:
+    """``explain FIELD``'s prose wraps at 80 columns; only the EXAMPLE command, kept whole
+    to copy, may be longer."""
+    from kernelcfg.vllm import releases
+
+    fields = releases.data_file(f"vllm-{releases.known_versions()[-1]}.json")["kernel_config"]
+    for field in (f["name"] for f in fields["fields"]):
+        done = run("explain", field)
+        assert done.exit_code == 0, field
+        long = [ln for ln in done.stdout.splitlines() if len(ln) > 80]
+        assert [ln for ln in long if not ln.startswith("EXAMPLE: ")] == [], field

@@ -62,7 +62,18 @@ def explain(
         lines += [f"  {c}  ({span})" for c, span in data["choices"].items()]
     if "example" in data:
         lines += ["", f"EXAMPLE: {data['example']}"]
-    write_text("\n".join(one_line(line) for line in lines) + "\n")
+    write_text("\n".join(_fit(one_line(line)) for line in lines) + "\n")
+
+
+def _fit(line: str) -> str:
+    """``line`` wrapped to a CI log's 80 columns, its continuation indented under it;
+    the EXAMPLE command stays one line, to copy."""
+    import textwrap
+
+    if len(line) <= 80 or line.startswith("EXAMPLE: "):
+        return line
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    return "\n".join(textwrap.wrap(line, 80, subsequent_indent=indent, break_on_hyphens=False))
 
 
 def _spans(by_release: dict[str, str]) -> list[tuple[str, str]]:
