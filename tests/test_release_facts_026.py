@@ -88,8 +88,11 @@ def test_cpu_experts_ask_no_host_feature(tmp_path: Path) -> None:
         assert data["experts"][name]["supports"]["current_device"] == {"kind": ["cpu"]}, name
     assert data["oracles"]["int8"]["backend_classes"]["CPU"] == ["CPUExpertsInt8"]
     assert not [k for k in data["experts"] if "Zen" in k or "ArmCPU" in k]
-    cases = (("fp8", CT_FP8_BLOCK, "CPUExpertsFp8"), ("int4", GPTQ_INT4, "CPUExpertsInt4"))
-    cases += (("int8", CT_W8A8_INT8, "CPUExpertsInt8"),)
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("fp8", CT_FP8_BLOCK, "CPUExpertsFp8"),
+        ("int4", GPTQ_INT4, "CPUExpertsInt4"),
+        ("int8", CT_W8A8_INT8, "CPUExpertsInt8"),
+    ]
     for name, quantization, kernel in cases:
         model = _model(tmp_path, name, {**QWEN3_30B, "quantization_config": quantization})
         for device in ("epyc-genoa", "graviton4", "xeon-spr"):
