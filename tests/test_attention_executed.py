@@ -20,7 +20,10 @@ from kernelcfg.vllm.kernels.attention.facts import Features, Selection
 from kernelcfg.vllm.kernels.attention.features import features, platform_of
 from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
-from .executed import RELEASES, load
+from .executed import load, releases
+
+RELEASES = releases("attention")
+"""The releases whose attention selection was executed."""
 
 pytestmark = pytest.mark.golden
 
@@ -54,8 +57,15 @@ def _features(version: str, feature: str) -> Features:
     )
 
 
-def _select(version: str, target: str, feature: str, backend: str | None, world: str) -> Selection:
-    model = _selector(version)
+def _select(
+    version: str,
+    target: str,
+    feature: str,
+    backend: str | None,
+    world: str,
+    model: Selector | None = None,
+) -> Selection:
+    model = model or _selector(version)
     env = load(version, "attention")["meta"]["worlds"][world].get("env", {})
     where = platform_of(model, _target(version, target), world, env)
     return model.select(backend, _features(version, feature), where)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pytest
 
+from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS
 from kernelcfg.vllm import releases
 
 from .cli_helpers import run
 from .moe_release import MoeRelease
 from .test_attention_old import MODELS, R1, TYPICAL, _outcome, _pick
-from .test_linear_old import changed, kernel
+from .test_linear_old import changed, kernel, pick
 
 VERSION = "0.27.0"
 NEXT = "0.28.0"
@@ -61,6 +62,29 @@ def test_linear_picks_that_differ_from_028() -> None:
             assert layer.startswith("mxfp4/")
             assert new == "EmulationMxfp4LinearKernel"
     assert changed(NEXT, VERSION, "all") == {}
+
+
+def test_linear_facts_held_to_the_executed_vectors() -> None:
+    # kernels/linear/mxfp8/flashinfer.py:22-28: FlashInfer CUTLASS MXFP8 asks for
+    # cc >= 100 only, not for FlashInfer; __init__.py:988-1023: VLLM_BATCH_INVARIANT
+    # forces CUTLASS or emulation for every NVFP4 layer, then a W4A16 layer raises
+    assert kernel(VERSION, "mxfp8/1x32", "b200", "minimal") == "FlashInferCutlassMxfp8LinearKernel"
+    invariant = {"VLLM_BATCH_INVARIANT": "1"}
+    assert kernel(VERSION, "nvfp4/w4a4", "rtx-pro-6000", "image", invariant) == (
+        "CutlassNvFp4LinearKernel"
+    )
+    assert pick(VERSION, "nvfp4/w4a16", "b200", "image", invariant).status == "error"
+
+
+def test_a_named_backend_without_a_w4a16_kernel_raises() -> None:
+    # kernels/linear/__init__.py:244 _LINEAR_BACKEND_KERNEL_MAP['flashinfer_cutedsl']
+    # has no W4A16 kernel; init_nvfp4_linear_kernel (:1039-1045) raises where the
+    # filtered list is empty (0.28.0 warns and selects as on auto)
+    for version, severity in ((VERSION, "error"), (NEXT, "warning")):
+        ctx = Context(PRESETS["b200"], version, "nvfp4_w4a16")
+        problem = check("linear_backend", "flashinfer_cutedsl", ctx).problem()
+        assert problem is not None, version
+        assert problem.severity == severity, version
 
 
 def test_no_b12x_linear_kernels() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.compile_cache.env import env_value
@@ -79,6 +80,36 @@ def test_no_trtllm_mxfp8_linear_kernel() -> None:
         assert found is not None
         lists = found["candidate_lists"]["mxfp8"]["cuda"]
         assert ("FlashInferTrtllmMxfp8LinearKernel" in lists) is present
+
+
+def test_mxfp8_flashinfer_cutlass_needs_no_flashinfer() -> None:
+    # kernels/linear/mxfp8/flashinfer.py:22-28: is_supported asks for cc >= 100 only
+    # (held to the executed vectors: b200 without FlashInfer takes it)
+    assert kernel(VERSION, "mxfp8/1x32", "b200", "minimal") == "FlashInferCutlassMxfp8LinearKernel"
+    assert kernel(VERSION, "mxfp8/1x32", "a100", "minimal") != "FlashInferCutlassMxfp8LinearKernel"
+
+
+def test_nvfp4_linear_under_batch_invariance() -> None:
+    # kernels/linear/__init__.py:1018-1046: VLLM_BATCH_INVARIANT forces CUTLASS where
+    # supported, else emulation, for every NVFP4 layer; :1052-1053 a W4A16 layer raises
+    invariant = {"VLLM_BATCH_INVARIANT": "1"}
+    assert kernel(VERSION, "nvfp4/w4a4", "b200", "image", invariant) == "CutlassNvFp4LinearKernel"
+    assert kernel(VERSION, "nvfp4/w4a4", "a100", "image", invariant) == "EmulationNvFp4LinearKernel"
+    raised = pick(VERSION, "nvfp4/w4a16", "a100", "image", invariant)
+    assert raised.status == "error"
+    assert "does not support W4A16" in (raised.message or "")
+    assert kernel(VERSION, "nvfp4/w4a16", "a100", "image") == "MarlinNvFp4LinearKernel"
+
+
+def test_b12x_has_no_w4a16_kernel() -> None:
+    # kernels/linear/__init__.py:246 _LINEAR_BACKEND_KERNEL_MAP['b12x'] lists no W4A16
+    # kernel and :353-381 warns and keeps the list: NVFP4 weight-only layers select as
+    # on auto (0.32.0 adds B12xNvFp4W4A16LinearKernel)
+    ctx = Context(PRESETS["rtx-pro-6000"], VERSION, "nvfp4_w4a16")
+    problem = check("linear_backend", "b12x", ctx).problem()
+    assert problem is not None
+    assert problem.severity == "warning"
+    assert "no nvfp4_w4a16 kernel" in problem.message or "not nvfp4_w4a16" in problem.message
 
 
 # ---------------------------------------------------------------- attention

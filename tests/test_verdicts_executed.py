@@ -17,7 +17,10 @@ import pytest
 from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS, Target
 
-from .executed import RELEASES, load
+from .executed import load, releases
+
+RELEASES = releases("verdicts")
+"""The releases whose verdicts selection was executed."""
 
 pytestmark = pytest.mark.golden
 
@@ -39,6 +42,8 @@ RUNTIME_CHECKED = {
     "cutlass_scaled_mm has no FP8 GEMM below SM89 and refuses at the first call (0.31.0 "
     "moved the check into is_supported: cutlass_fp8_supported(), :168)",
     ("0.30.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169)",
+    ("0.28.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
+    ("0.27.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
 }
 """(release, field, value) that vLLM's selection honours and its compiled kernel then
 refuses on the device: kernelcfg's error stands."""
@@ -49,6 +54,9 @@ EXECUTOR_GAPS = {
     "that calls select_w4a8_moe_backend only on SM90 (_is_fp8_w4a8_sm90, "
     "compressed_tensors_moe.py:174); the executor calls the oracle directly",
     ("0.30.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:167)",
+    ("0.28.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:174; oracle/w4a8.py:49-80 "
+    "select_w4a8_moe_backend, CUTLASS only, as in 0.29.0)",
+    ("0.27.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:174, oracle/w4a8.py:49-80)",
 }
 """(release, scheme) whose executed MoE cells skip a step of vLLM's path: left out, and
 the verdict with the scheme unknown recomputed from the others."""
@@ -99,5 +107,7 @@ def test_no_false_error_against_the_executed_verdicts(version: str) -> None:
                 continue
             if _severity(version, case, scheme) == "error":
                 false_errors.append((case["device"], case["field"], case["value"], scheme))
-    assert compared > 3000
+    # 0.27.0 compares fewest (2,035): its linear filter raises for a backend with no kernel
+    # for the layer type (3,688 refused linear cells; 0.28.0 on warns, 834 refused)
+    assert compared > 2000
     assert false_errors == []

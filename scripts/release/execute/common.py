@@ -125,8 +125,20 @@ PINS = {
 }
 """Per release, the packages whose pins differ (inside the wheel's Requires-Dist)."""
 
-CUDA_LIBS = ("libcudart.so", "libcuda.so", "libtorch_cuda.so", "libcublas", "libcublasLt")
-"""Shared objects the CUDA wheel's compiled extensions link that a CPU host lacks."""
+CUDA_LIBS = (
+    "libcudart.so",
+    "libcuda.so",
+    "libtorch_cuda.so",
+    "libc10_cuda.so",
+    "libcublas",
+    "libcublasLt",
+)
+"""Shared objects the CUDA wheel's compiled extensions link that a CPU host lacks
+(``libc10_cuda.so``: vLLM 0.27.0's FlashAttention-3 extension links it)."""
+
+EXTENSION_FOLDERS = ("", "vllm_flash_attn")
+"""Folders under ``vllm/`` whose compiled extensions get stand-ins: the top level and
+vLLM's FlashAttention builds, whose load decides ``FA2_AVAILABLE`` / ``FA3_AVAILABLE``."""
 
 
 def _nice() -> list[str]:
@@ -216,7 +228,9 @@ def stub_libraries(venv: Path) -> Path:
     if done.is_file() and done.read_text(encoding="utf-8").startswith(STUB_FORMAT):
         return out_dir
     out_dir.mkdir(exist_ok=True)
-    extensions = sorted((site / "vllm").glob("*.so"))
+    extensions = sorted(
+        path for folder in EXTENSION_FOLDERS for path in (site / "vllm" / folder).glob("*.so")
+    )
     provided: set[str] = set()
     system = [
         Path(
@@ -252,9 +266,10 @@ def stub_libraries(venv: Path) -> Path:
     return out_dir
 
 
-STUB_FORMAT = "stubs-2 "
+STUB_FORMAT = "stubs-3 "
 """Starts the marker of a complete set of stand-ins; a set made before the version
-queries answered (no such start) is rebuilt."""
+queries answered, or before the FlashAttention extensions had stand-ins (no such start),
+is rebuilt."""
 
 VERSION_QUERIES = ("cudaRuntimeGetVersion", "cudaDriverGetVersion", "cuDriverGetVersion")
 """Stand-ins that answer the CUDA version (through their pointer) instead of leaving it
