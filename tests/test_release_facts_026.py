@@ -187,3 +187,16 @@ def test_torch_linear_backend_kernels() -> None:
     mxfp4 = _check("linear_backend", "torch", "h100", "mxfp4")
     assert f"'torch' has no mxfp4 kernel in vLLM {VERSION}" in mxfp4.reason
     assert _check("linear_backend", "torch", "h100", "fp8_tensor").status == "runs"
+
+
+def test_cutedsl_weight_only_nvfp4_walks_the_whole_list() -> None:
+    # kernels/linear/__init__.py:936-948: an explicit backend narrows the whole NVFP4
+    # list for a weight-only layer too (only auto forces Marlin), and :231-234 puts
+    # FlashInferCuteDslNvFp4LinearKernel in flashinfer_cutedsl: not 0.27.0's absence
+    verdict = _check("linear_backend", "flashinfer_cutedsl", "b200", "nvfp4_w4a16")
+    assert verdict.status == "runs"
+    older = constraints.check(
+        "linear_backend", "flashinfer_cutedsl",
+        constraints.Context(PRESETS["b200"], "0.27.0", "nvfp4_w4a16"),
+    )  # fmt: skip
+    assert older.status == "cannot-run"
