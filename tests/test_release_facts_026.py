@@ -200,3 +200,24 @@ def test_cutedsl_weight_only_nvfp4_walks_the_whole_list() -> None:
         constraints.Context(PRESETS["b200"], "0.27.0", "nvfp4_w4a16"),
     )  # fmt: skip
     assert older.status == "cannot-run"
+
+
+@pytest.mark.parametrize(
+    ("value", "device", "status"),
+    [("emulation", "a100", "runs"), ("cutlass", "b200", "runs"), ("cutlass", "h100", "cannot-run"),
+     ("flashinfer_cutlass", "b200", "runs")],
+)  # fmt: skip
+def test_nvfp4_weight_only_layers_take_the_nvfp4_kernels(
+    value: str, device: str, status: str
+) -> None:
+    # kernels/linear/__init__.py:936-948: on an explicit backend 0.26.0 walks the whole
+    # NVFP4 list for a weight-only layer, so a value serves NVFP4 W4A16 exactly as NVFP4
+    # (0.27.0 narrows to the A16 kernels first and raises for these values)
+    weight_only = _check("linear_backend", value, device, "nvfp4_w4a16")
+    assert weight_only.status == _check("linear_backend", value, device, "nvfp4").status
+    assert weight_only.status == status
+    older = constraints.check(
+        "linear_backend", value, constraints.Context(PRESETS[device], "0.27.0", "nvfp4_w4a16")
+    )
+    assert older.status == "cannot-run"
+    assert "was requested but no" in older.reason

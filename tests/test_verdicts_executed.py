@@ -44,6 +44,7 @@ RUNTIME_CHECKED = {
     ("0.30.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169)",
     ("0.28.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
     ("0.27.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
+    ("0.26.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.27.0's)",
 }
 """(release, field, value) that vLLM's selection honours and its compiled kernel then
 refuses on the device: kernelcfg's error stands."""
