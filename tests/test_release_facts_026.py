@@ -221,3 +221,14 @@ def test_nvfp4_weight_only_layers_take_the_nvfp4_kernels(
     )
     assert older.status == "cannot-run"
     assert "was requested but no" in older.reason
+
+
+def test_explicit_triton_for_mxfp8_experts_emulates_anywhere() -> None:
+    # oracle/mxfp8.py:63-78: --moe-backend triton takes Mxfp8NativeTritonExperts where
+    # the platform supports MX, else Mxfp8EmulationTritonExperts, whose
+    # _supports_current_device is True (experts/mxfp8_emulation_moe.py:90-91); 0.27.0
+    # takes the native class alone (ROCm gfx950/gfx1250)
+    for device in ("a100", "mi300x", "mi355x"):
+        assert _check("moe_backend", "triton", device, "mxfp8").status == "runs", device
+    older = constraints.Context(PRESETS["a100"], "0.27.0", "mxfp8")
+    assert constraints.check("moe_backend", "triton", older).status == "cannot-run"
