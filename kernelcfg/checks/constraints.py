@@ -311,7 +311,7 @@ class _Walk:
 def load_error(version: str, value: str, schemes: Sequence[str]) -> str | None:
     """vLLM's load-time error for a ``--linear-backend`` value with no kernel for these
     schemes' layers, where the release raises for every kernel list they walk instead of
-    warning (``no_named_kernel_error`` in ``linear-X.Y.Z.json``: every list in 0.27.0,
+    warning (``no_named_kernel_error`` in ``linear-X.Y.Z.json``: every list in 0.26.0-0.27.0,
     MXFP6's in 0.28.0); ``None`` where some layer falls back or the release has no data."""
     from kernelcfg.vllm import releases
 

@@ -231,7 +231,7 @@ def _none_named(
     """vLLM's load-time refusal of ``--linear-backend value`` where a layer's kernel
     list on the platform holds none of the value's kernels and the release raises for
     that list instead of warning and walking it whole (``no_named_kernel_error``: every
-    list in vLLM 0.27.0, MXFP6's in 0.28.0). With the checkpoint's own layer kinds one such
+    list in vLLM 0.26.0-0.27.0, MXFP6's in 0.28.0). With the checkpoint's own layer kinds one such
     layer is enough; without them every listed kind of the scheme must raise. Layers
     outside any list (the unquantised GEMM dispatch) are not narrowed."""
     where = _where(found, target, inputs, inputs.install)

@@ -332,7 +332,7 @@ def run_inside(venv: Path, driver: str, request: dict[str, Any]) -> dict[str, An
         check=False,
     )
     if proc.returncode != 0:
-        sys.stderr.write(proc.stderr[-4000:])
+        sys.stderr.write(proc.stderr[-12000:])
         raise SystemExit(f"{driver} failed (exit {proc.returncode})")
     answer: dict[str, Any] = json.loads(proc.stdout)
     answer["wall_s"] = round(time.monotonic() - started, 1)

@@ -360,8 +360,14 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     request = json.load(sys.stdin)
     noise = io.StringIO()
-    with contextlib.redirect_stdout(noise):
-        answer = run(request)
+    try:
+        with contextlib.redirect_stdout(noise):
+            answer = run(request)
+    except BaseException:
+        # vLLM logs to stdout, captured here: a failure's why (e.g. the model registry's
+        # "Error in inspecting model architecture" traceback) goes out with it
+        sys.stderr.write(noise.getvalue()[-8000:])
+        raise
     json.dump(answer, sys.stdout)
 
 
