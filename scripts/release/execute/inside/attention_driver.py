@@ -11,12 +11,9 @@ writes ``{"found": ..., "records": [...]}`` (JSON, stdout).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
-import io
 import json
-import sys
 from typing import Any
 
 import simulate
@@ -206,19 +203,5 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     return {"found": found, "records": records}
 
 
-def main() -> None:
-    request = json.load(sys.stdin)
-    noise = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(noise):
-            answer = run(request)
-    except BaseException:
-        # vLLM logs to stdout, captured here: a failure's why (e.g. the model registry's
-        # "Error in inspecting model architecture" traceback) goes out with it
-        sys.stderr.write(noise.getvalue()[-8000:])
-        raise
-    json.dump(answer, sys.stdout)
-
-
 if __name__ == "__main__":
-    main()
+    simulate.serve(run)

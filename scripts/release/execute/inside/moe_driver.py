@@ -10,13 +10,9 @@ the installed release; a call it cannot make is a record with status ``not_run``
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
-import io
-import json
 import pkgutil
-import sys
 import typing
 from typing import Any
 
@@ -267,19 +263,5 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     return {"found": found, "records": records}
 
 
-def main() -> None:
-    request = json.load(sys.stdin)
-    noise = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(noise):
-            answer = run(request)
-    except BaseException:
-        # vLLM logs to stdout, captured here: a failure's why (e.g. the model registry's
-        # "Error in inspecting model architecture" traceback) goes out with it
-        sys.stderr.write(noise.getvalue()[-8000:])
-        raise
-    json.dump(answer, sys.stdout)
-
-
 if __name__ == "__main__":
-    main()
+    simulate.serve(run)

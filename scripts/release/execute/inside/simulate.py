@@ -495,3 +495,23 @@ def stand_in_torch_cuda() -> list[str]:
         setattr(torch, name, on_meta(getattr(torch, name)))
         replaced.append(f"torch.{name} (device cuda -> meta)")
     return replaced
+
+
+def serve(run: Any) -> None:
+    """A driver's entry point: the request as JSON on stdin, ``run(request)``'s answer as
+    JSON on stdout. vLLM logs to stdout, so its lines are captured while ``run`` works; a
+    failure's why (the model registry's "Error in inspecting model architecture"
+    traceback, say) goes to stderr with it."""
+    import contextlib
+    import io
+    import json
+
+    request = json.load(sys.stdin)
+    noise = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(noise):
+            answer = run(request)
+    except BaseException:
+        sys.stderr.write(noise.getvalue()[-8000:])
+        raise
+    json.dump(answer, sys.stdout)
