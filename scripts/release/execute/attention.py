@@ -14,7 +14,6 @@ message). Feature sets are named as real vLLM's vectors name them
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -236,11 +235,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version")
-    parser.add_argument("--targets", default=",".join(moe.TARGETS))
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = common.driver_arguments(__doc__, moe.TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     extras = ensure_extras(args.version, venv)
@@ -259,9 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),
         **_index(answer["records"]),
     }
-    out = args.out or common.GOLDEN_DIR / f"vllm-{args.version}" / "executed-attention.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=None, sort_keys=True) + "\n", encoding="utf-8")
+    out = common.write_vectors(args.out, args.version, "attention", data)
     n = len(answer["records"])
     print(f"{out}: {n} (target, feature, world) records, {data['meta']['wall_s']} s")
     return 0

@@ -337,3 +337,24 @@ def run_inside(venv: Path, driver: str, request: dict[str, Any]) -> dict[str, An
     answer: dict[str, Any] = json.loads(proc.stdout)
     answer["wall_s"] = round(time.monotonic() - started, 1)
     return answer
+
+
+def driver_arguments(doc: str | None, targets: dict[str, Any], argv: list[str] | None) -> Any:
+    """The command line every executing generator takes: ``VERSION [--targets A,B]
+    [--out FILE]`` (the targets default to every one of ``targets``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("version")
+    parser.add_argument("--targets", default=",".join(targets))
+    parser.add_argument("--out", type=Path)
+    return parser.parse_args(argv)
+
+
+def write_vectors(out: Path | None, version: str, kind: str, data: dict[str, Any]) -> Path:
+    """Write a release's executed vectors of ``kind`` (``--out``, else
+    ``tests/golden/vllm-X.Y.Z/executed-<kind>.json``); where they went."""
+    path = out or GOLDEN_DIR / f"vllm-{version}" / f"executed-{kind}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=None, sort_keys=True) + "\n", encoding="utf-8")
+    return path

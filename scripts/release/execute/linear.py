@@ -13,8 +13,6 @@ value). The layer kinds are named as real vLLM's vectors name them
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -191,11 +189,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version")
-    parser.add_argument("--targets", default=",".join(moe.TARGETS))
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = common.driver_arguments(__doc__, moe.TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     extras = ensure_extras(args.version, venv)
@@ -213,9 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),
         "linear": index_records(answer["records"], "l"),
     }
-    out = args.out or common.GOLDEN_DIR / f"vllm-{args.version}" / "executed-linear.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=None, sort_keys=True) + "\n", encoding="utf-8")
+    out = common.write_vectors(args.out, args.version, "linear", data)
     n = len(answer["records"])
     outcomes = len(data["linear"]["outcomes"])
     print(f"{out}: {n} records, {outcomes} outcomes, {data['meta']['wall_s']} s")

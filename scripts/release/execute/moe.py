@@ -14,7 +14,6 @@ answered is the driver's; ``meta`` says what was simulated and what could not ru
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
@@ -404,11 +403,7 @@ def _sha256(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version")
-    parser.add_argument("--targets", default=",".join(TARGETS))
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = common.driver_arguments(__doc__, TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     ensure_extras(args.version, venv)  # Humming's Python, so the Humming backends import
@@ -419,9 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),
         "moe": _index(answer["records"]),
     }
-    out = args.out or common.GOLDEN_DIR / f"vllm-{args.version}" / "executed-moe.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=None, sort_keys=True) + "\n", encoding="utf-8")
+    out = common.write_vectors(args.out, args.version, "moe", data)
     n = len(answer["records"])
     print(
         f"{out}: {n} records, {len(data['moe']['outcomes'])} outcomes, {data['meta']['wall_s']} s"

@@ -11,8 +11,6 @@ contiguous logits (as real vLLM's vectors).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -66,11 +64,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("version")
-    parser.add_argument("--targets", default=",".join(moe.TARGETS))
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = common.driver_arguments(__doc__, moe.TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     targets = [t for t in args.targets.split(",") if t]
@@ -90,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),
         "topk": index_records(answer["records"], "k"),
     }
-    out = args.out or common.GOLDEN_DIR / f"vllm-{args.version}" / "executed-topk.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=None, sort_keys=True) + "\n", encoding="utf-8")
+    out = common.write_vectors(args.out, args.version, "topk", data)
     print(f"{out}: {len(answer['records'])} records, {data['meta']['wall_s']} s")
     return 0
 
