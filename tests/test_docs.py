@@ -81,3 +81,22 @@ def test_command_reference_is_current() -> None:
     finally:
         sys.path.remove(str(ROOT / "scripts" / "docs"))
     assert reference_docs.reference() == (ROOT / "docs" / "reference.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("doc", "phrase"),
+    [
+        ("README.md", r"It knows vLLM (\S+) to (\S+)\b"),
+        ("docs/index.md", r"\((\S+) to (\S+); `kernelcfg versions` lists them\)"),
+        ("docs/moe.md", r"Releases: vLLM (\S+) to (\S+), every release kernelcfg knows"),
+    ],
+)
+def test_the_docs_name_the_releases_kernelcfg_knows(doc: str, phrase: str) -> None:
+    """A release added (or dropped) shows in the sentences that name the range."""
+    from kernelcfg.vllm import releases
+
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    found = re.search(phrase, re.sub(r"\s+", " ", text))
+    assert found, doc
+    known = releases.known_versions()
+    assert (found.group(1), found.group(2).rstrip(".,")) == (known[0], known[-1])
