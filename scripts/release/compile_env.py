@@ -242,6 +242,7 @@ _WRAPPERS = {
     "maybe_convert_int": ["int?"],
     "maybe_convert_bool": ["int?", "bool?"],
     "maybe_convert_json_str_or_file": ["json"],
+    "json.loads": ["json_loads"],
 }
 
 
@@ -325,6 +326,7 @@ def _kind(ops: list[Any]) -> dict[str, Any]:
         "int?": {"kind": "int"},
         "float": {"kind": "float"},
         "json": {"kind": "json"},
+        "json_loads": {"kind": "json_loads"},
         "expanduser": {"kind": "path"},
         "strip map": {"kind": "map", "strip": True, "mapping": params.get("map")},
         "split": {"kind": "split", "sep": params.get("split"), "strip_items": False},
@@ -362,7 +364,7 @@ def _lambda_entry(name: str, body: ast.expr) -> dict[str, Any]:
 def _unset(entry: dict[str, Any]) -> Any:
     """The value of ``os.getenv(N)`` (no default) through the pipeline: None, except
     where the pipeline turns None into something else (none in vLLM's parsers)."""
-    if entry["kind"] in ("str", "int", "bool_int", "json"):
+    if entry["kind"] in ("str", "int", "bool_int", "json", "json_loads"):
         return None
     raise UnclassifiedError(f"{entry['kind']} without a default")
 

@@ -125,6 +125,12 @@ def _json(_entry: Mapping[str, Any], raw: str) -> Any:
     return json.loads(raw)
 
 
+def _json_loads(_entry: Mapping[str, Any], raw: str) -> Any:
+    """``json.loads`` of the text itself (no file is read: vLLM 0.25.0's
+    ``VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB``)."""
+    return json.loads(raw)
+
+
 def _bool_int(_entry: Mapping[str, Any], raw: str) -> bool:
     return bool(int(raw))
 
@@ -160,6 +166,7 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "choice_set": _choice_list,
     "split": _split,
     "json": _json,
+    "json_loads": _json_loads,
     "path": _path,
     "rust_cli_path": _as_written,
 }
