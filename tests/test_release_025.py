@@ -195,3 +195,29 @@ def test_json_loads_variable() -> None:
     newer = releases.release_data("env", NEXT)
     assert newer is not None
     assert "VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB" not in newer["variables"]
+
+
+# ---------------------------------------------------------------- catalogue spans
+# constraints.json spans that began at 0.26.0, read again in 0.25.0's wheel: each holds
+SPANS = [
+    # experts/cutlass_moe.py:732-735 CutlassExpertsFp4: ep_size == 1
+    ("moe_backend", "cutlass", "nvfp4", True, "b200"),
+    # oracle/unquantized.py:149-162 map_unquantized_backend has no marlin (ValueError)
+    ("moe_backend", "marlin", "unquantized", False, "h100"),
+    # kernels/linear/__init__.py:264-268 'torch': per-tensor, channel-wise, row-wise FP8 only
+    ("linear_backend", "torch", "fp8_block", False, "h100"),
+    ("linear_backend", "torch", "nvfp4", False, "b200"),
+    ("linear_backend", "torch", "mxfp8", False, "h100"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "scheme", "ep", "device"), SPANS)
+def test_spans_from_0260_hold_for_0250(
+    flag: str, value: str, scheme: str, ep: bool, device: str
+) -> None:
+    def severity(version: str) -> str | None:
+        ctx = Context(PRESETS[device], version, scheme, expert_parallel=ep)
+        problem = check(flag, value, ctx).problem()
+        return None if problem is None else problem.severity
+
+    assert severity(VERSION) == severity(NEXT) == "error"
