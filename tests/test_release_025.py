@@ -221,3 +221,26 @@ def test_spans_from_0260_hold_for_0250(
         return None if problem is None else problem.severity
 
     assert severity(VERSION) == severity(NEXT) == "error"
+
+
+@pytest.mark.parametrize("value", ["flashinfer_trtllm", "flashinfer_cudnn"])
+def test_flashinfer_nvfp4_weight_only_takes_a_named_backend(value: str) -> None:
+    # __init__.py:918-920 forces Marlin on auto only; a named backend walks the CUDA NVFP4
+    # list (:932-975), FlashInferTrtllmNvFp4LinearKernel :451 and the cuDNN one :452 in it
+    # (0.25.0's executed verdicts: 'cond' for nvfp4 and nvfp4_w4a16 alike on B200)
+    for scheme in ("nvfp4", "nvfp4_w4a16"):
+        ctx = Context(PRESETS["b200"], VERSION, scheme, expert_parallel=False)
+        problem = check("linear_backend", value, ctx).problem()
+        assert problem is not None
+        assert problem.severity == "warning"  # the library's own run-time device check
+
+
+def test_flashinfer_trtllm_has_no_mxfp8_linear_kernel() -> None:
+    # __init__.py:232-234 the 'flashinfer_trtllm' set is the NVFP4 kernel alone; the CUDA
+    # MXFP8 list (:422-429) has no TRT-LLM kernel (executed verdicts: 'refused' on B200)
+    ctx = Context(PRESETS["b200"], VERSION, "mxfp8", expert_parallel=False)
+    problem = check("linear_backend", "flashinfer_trtllm", ctx).problem()
+    assert problem is not None
+    assert problem.severity == "error"
+    newer = Context(PRESETS["b200"], NEXT, "mxfp8", expert_parallel=False)
+    assert check("linear_backend", "flashinfer_trtllm", newer).problem() is None
