@@ -195,3 +195,52 @@ def test_json_loads_variable() -> None:
     newer = releases.release_data("env", NEXT)
     assert newer is not None
     assert "VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB" not in newer["variables"]
+
+
+# ---------------------------------------------------------------- catalogue spans
+# constraints.json spans that began at 0.26.0, read again in 0.25.0's wheel: each holds
+SPANS = [
+    # experts/cutlass_moe.py:732-735 CutlassExpertsFp4: ep_size == 1
+    ("moe_backend", "cutlass", "nvfp4", True, "b200"),
+    # oracle/unquantized.py:149-162 map_unquantized_backend has no marlin (ValueError)
+    ("moe_backend", "marlin", "unquantized", False, "h100"),
+    # kernels/linear/__init__.py:264-268 'torch': per-tensor, channel-wise, row-wise FP8 only
+    ("linear_backend", "torch", "fp8_block", False, "h100"),
+    ("linear_backend", "torch", "nvfp4", False, "b200"),
+    ("linear_backend", "torch", "mxfp8", False, "h100"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "scheme", "ep", "device"), SPANS)
+def test_spans_from_0260_hold_for_0250(
+    flag: str, value: str, scheme: str, ep: bool, device: str
+) -> None:
+    def severity(version: str) -> str | None:
+        ctx = Context(PRESETS[device], version, scheme, expert_parallel=ep)
+        problem = check(flag, value, ctx).problem()
+        return None if problem is None else problem.severity
+
+    assert severity(VERSION) == severity(NEXT) == "error"
+
+
+@pytest.mark.parametrize("value", ["flashinfer_trtllm", "flashinfer_cudnn"])
+def test_flashinfer_nvfp4_weight_only_takes_a_named_backend(value: str) -> None:
+    # __init__.py:918-920 forces Marlin on auto only; a named backend walks the CUDA NVFP4
+    # list (:932-975), FlashInferTrtllmNvFp4LinearKernel :451 and the cuDNN one :452 in it
+    # (0.25.0's executed verdicts: 'cond' for nvfp4 and nvfp4_w4a16 alike on B200)
+    for scheme in ("nvfp4", "nvfp4_w4a16"):
+        ctx = Context(PRESETS["b200"], VERSION, scheme, expert_parallel=False)
+        problem = check("linear_backend", value, ctx).problem()
+        assert problem is not None
+        assert problem.severity == "warning"  # the library's own run-time device check
+
+
+def test_flashinfer_trtllm_has_no_mxfp8_linear_kernel() -> None:
+    # __init__.py:232-234 the 'flashinfer_trtllm' set is the NVFP4 kernel alone; the CUDA
+    # MXFP8 list (:422-429) has no TRT-LLM kernel (executed verdicts: 'refused' on B200)
+    ctx = Context(PRESETS["b200"], VERSION, "mxfp8", expert_parallel=False)
+    problem = check("linear_backend", "flashinfer_trtllm", ctx).problem()
+    assert problem is not None
+    assert problem.severity == "error"
+    newer = Context(PRESETS["b200"], NEXT, "mxfp8", expert_parallel=False)
+    assert check("linear_backend", "flashinfer_trtllm", newer).problem() is None
