@@ -147,3 +147,16 @@ def test_flashinfer_on_rocm_says_more_than_import_error() -> None:
     out = run("resolve", "--device", "mi300x", "--attention-backend", "FLASHINFER")
     assert out.exit_code == 1
     assert "FLASHINFER imports flashinfer_python, which no ROCm install of vLLM has" in out.stderr
+
+
+def test_a_value_typed_as_the_start_of_allowed_ones_is_offered_one_of_them() -> None:
+    """``--quant-scheme fp8`` is the start of fp8_tensor, fp8_channel and fp8_block: the
+    suggestion is one of them, not mxfp8, a near spelling of another scheme."""
+    from kernelcfg.vllm.kernels.quantization import SCHEMES
+
+    done = run("resolve", "--device", "h100", "--quant-scheme", "fp8")
+    assert done.exit_code == 2
+    (line,) = done.stderr.splitlines()
+    suggested = line.rsplit("did you mean '", 1)[1].split("'")[0]
+    assert suggested in SCHEMES
+    assert suggested.startswith("fp8")

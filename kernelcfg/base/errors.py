@@ -33,6 +33,13 @@ def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | No
     lowered = {c.lower(): c for c in choices}
     if value.lower() in lowered:
         return lowered[value.lower()]
+    # what was typed is the first word of allowed values (``fp8`` of fp8_tensor,
+    # fp8_channel, fp8_block): the first of them, before a near spelling that starts
+    # otherwise (mxfp8); a mere start of a word (``VLLM_X`` of VLLM_XPU_...) is not one
+    head = value.lower()
+    starting = [c for c in choices if any(c.lower().startswith(head + s) for s in "_-.")]
+    if head and starting:
+        return starting[0]
     # difflib's ratio is 2*M/(len(a)+len(b)) with M <= the shorter length, so a choice
     # whose length is too far off can never reach the cutoff: skip it (same answer).
     # Compared case-blind: an upper-case enum name is as near to a lower-case typo.
