@@ -341,14 +341,17 @@ def run_inside(venv: Path, driver: str, request: dict[str, Any]) -> dict[str, An
 
 def driver_arguments(doc: str | None, targets: dict[str, Any], argv: list[str] | None) -> Any:
     """The command line every executing generator takes: ``VERSION [--targets A,B]
-    [--out FILE]`` (the targets default to every one of ``targets``)."""
+    [--out FILE]`` (the targets default to every one of ``targets``; ``args.targets`` is
+    the list of names)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("version")
     parser.add_argument("--targets", default=",".join(targets))
     parser.add_argument("--out", type=Path)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.targets = [t for t in args.targets.split(",") if t]
+    return args
 
 
 def write_vectors(out: Path | None, version: str, kind: str, data: dict[str, Any]) -> Path:

@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     extras = ensure_extras(args.version, venv)
-    targets = [t for t in args.targets.split(",") if t]
+    targets = args.targets
     request = {
         "targets": {t: moe.TARGETS[t] for t in targets},
         "worlds": worlds(),

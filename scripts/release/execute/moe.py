@@ -88,20 +88,23 @@ WORLDS = {
 nothing optional; ``pip install vllm``; the official image (with a CUDA toolkit, nvcc);
 every optional library and the env vars that enable them."""
 
+_QWEN3_MOE = {
+    "num_experts": 128,
+    "top_k": 8,
+    "hidden": 4096,
+    "intermediate": 1536,
+    "activation": "SILU",
+    "scoring": "softmax",
+    "renormalize": True,
+    "groups": None,
+    "bias": False,
+    "expert_bias": False,
+    "model_type": "qwen3_moe",
+}
+"""Qwen3-235B-A22B's MoE layer (Qwen3.5-MoE's differs in its model type only)."""
+
 MODELS = {
-    "qwen3_moe": {
-        "num_experts": 128,
-        "top_k": 8,
-        "hidden": 4096,
-        "intermediate": 1536,
-        "activation": "SILU",
-        "scoring": "softmax",
-        "renormalize": True,
-        "groups": None,
-        "bias": False,
-        "expert_bias": False,
-        "model_type": "qwen3_moe",
-    },
+    "qwen3_moe": _QWEN3_MOE,
     "deepseek_v3": {
         "num_experts": 256,
         "top_k": 8,
@@ -143,19 +146,7 @@ MODELS = {
         "router_logits_dtype": "float32",
         "swiglu_limit": 10.0,
     },
-    "qwen3_5_moe": {
-        "num_experts": 128,
-        "top_k": 8,
-        "hidden": 4096,
-        "intermediate": 1536,
-        "activation": "SILU",
-        "scoring": "softmax",
-        "renormalize": True,
-        "groups": None,
-        "bias": False,
-        "expert_bias": False,
-        "model_type": "qwen3_5_moe_text",
-    },
+    "qwen3_5_moe": {**_QWEN3_MOE, "model_type": "qwen3_5_moe_text"},
 }
 """MoE layer shapes and routers as the model files build them (Qwen3-235B-A22B,
 DeepSeek-V3, gpt-oss-120b, DeepSeek-V4, Qwen3.5)."""
@@ -407,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     ensure_extras(args.version, venv)  # Humming's Python, so the Humming backends import
-    targets = [t for t in args.targets.split(",") if t]
+    targets = args.targets
     answer = common.run_inside(venv, "moe_driver.py", _request(targets))
     answer["targets"] = targets
     data = {

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = common.driver_arguments(__doc__, moe.TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
-    targets = [t for t in args.targets.split(",") if t]
+    targets = args.targets
     request = {
         "targets": {t: moe.TARGETS[t] for t in targets},
         "worlds": moe.WORLDS,
