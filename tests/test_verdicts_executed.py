@@ -16,6 +16,7 @@ import pytest
 
 from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS, Target
+from kernelcfg.vllm.kernels.quantization import SCHEMES
 
 from .executed import load, releases
 
@@ -115,3 +116,54 @@ def test_no_false_error_against_the_executed_verdicts(version: str) -> None:
     # for the layer type (3,688 refused linear cells; 0.28.0 on warns, 834 refused)
     assert compared > 2000
     assert false_errors == []
+
+
+def _resolve_argv(version: str, case: dict[str, Any], scheme: str) -> list[str]:
+    """The ``resolve`` words for one executed verdict cell: its target's preset, the
+    scheme, the value, and on ``expert_parallel`` the layout MoE values were executed in
+    (DP8+EP with ``allgather_reducescatter``)."""
+    flag = "--" + case["field"].replace("_", "-")
+    preset = next(k for k, p in PRESETS.items() if p is _target(version, case["device"]))
+    words = ["--vllm-version", version, "--device", preset, "--quant-scheme", scheme]
+    words += [flag, case["value"]]
+    if case["expert_parallel"]:
+        words += ["--", "vllm", "serve", "m", "--data-parallel-size", "8"]
+        words += ["--enable-expert-parallel", "--all2all-backend", "allgather_reducescatter"]
+    return words
+
+
+def _model_path_only(version: str, case: dict[str, Any], scheme: str) -> bool:
+    """Whether kernelcfg's verdict waits on the model's architecture: values vLLM takes
+    only on a model's own path (DeepSeek-V4's mega-MoE), which the executor, calling the
+    oracles, never walks; its refusal says nothing about those models."""
+    target = _target(version, case["device"])
+    ctx = Context(target, version, scheme, expert_parallel=case["expert_parallel"])
+    verdict = check(case["field"], case["value"], ctx)
+    return any(u.startswith("the model's architecture") for u in verdict.unknowns)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_no_missed_refusal_against_the_executed_verdicts(version: str) -> None:
+    """The other direction: where the executed vLLM refuses a value for a scheme in every
+    install world, ``resolve`` with that scheme says error (the load-time refusals
+    included), but where the verdict waits on a model-specific path."""
+    from kernelcfg.commands.pipeline import Failure, Request, resolve_args
+
+    request = Request(environ={})
+    compared = 0
+    missed: list[tuple[str, bool, str, str, str]] = []
+    for case in load(version, "verdicts")["cases"]:
+        for scheme, status in _schemes(version, case).items():
+            if status != "refused" or scheme not in SCHEMES:
+                continue
+            if _model_path_only(version, case, scheme):
+                continue
+            compared += 1
+            result = resolve_args(_resolve_argv(version, case, scheme), request)
+            assert not isinstance(result, Failure), result.problem.message
+            if not any(p.severity == "error" for p in result.problems):
+                missed.append(
+                    (case["device"], case["expert_parallel"], case["field"], case["value"], scheme)
+                )
+    assert compared > 1000
+    assert missed == []
