@@ -35,3 +35,13 @@ def test_a_kernel_field_names_each_releases_hash_scheme() -> None:
     data = run("explain", "moe_backend", "--format", "json").json()
     assert data["hash"] == "kernel_config"
     assert set(data["hashed_by"]) == set(data["hashed"])
+
+
+def test_the_ir_op_priority_counts_in_every_scheme() -> None:
+    # compute_hash releases leave the field out of KernelConfig's own factors and add
+    # IrOpPriorityConfig's hash as a sub-hash; hash_config nests its factors: both count
+    data = run("explain", "ir_op_priority", "--format", "json").json()
+    assert set(data["hashed"].values()) == {True}
+    assert "part of the kernel-config hash: True" in run("explain", "ir_op_priority").stdout
+    ignored = [v for v in data["hashed"] if "ir_op_priority" in releases.load(v).hash_ignored]
+    assert ignored, "the releases that hash it as a sub-hash list it as ignored"

@@ -95,7 +95,7 @@ def _field(name: str) -> dict[str, Any]:
         "doc": facts.doc,
         "releases": attention.span(having),
         "default": facts.default,
-        "hashed": {v: name not in releases.load(v).hash_ignored for v in having},
+        "hashed": {v: name in releases.load(v).hashed_fields for v in having},
         "hash": "kernel_config",
         "hashed_by": {v: HASHED_BY[releases.load(v).hash_scheme] for v in having},
         "flag": f"--{name.replace('_', '-')}"
