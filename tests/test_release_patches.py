@@ -228,3 +228,20 @@ def test_a_catalogue_span_ending_at_a_minor_holds_its_patch_releases() -> None:
     assert for_release(rule, "0.27.0")["needs"] == "y"
     assert for_release(rule, "0.27.1")["needs"] == "z"
     assert for_release(rule, "0.28.0")["needs"] == "x"
+
+
+def _empty(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return not value
+
+
+@pytest.mark.parametrize("version", PATCHES)
+def test_versions_says_a_shipped_patch_changed_nothing_from_its_minor(version: str) -> None:
+    data = run("versions", _minor(version), version, "--format", "json").json()
+    assert _empty({k: v for k, v in data.items() if k not in ("format_version", "old", "new")})
+    table = run("versions", _minor(version), version)
+    assert table.exit_code == 0
+    assert f"vLLM {_minor(version)} -> {version}: no change" in table.stdout
+    changed = run("versions", "0.32", "0.33")
+    assert "no change" not in changed.stdout
