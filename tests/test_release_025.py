@@ -28,13 +28,16 @@ def test_resolves_on_every_preset(device: str) -> None:
     assert result.json()["vllm_version"] == VERSION
 
 
-def test_the_patch_release_resolves_with_its_minor() -> None:
-    # docs/releases.md: 0.25.1 changed no selection code against 0.25.0 (its RECORD, 10 files)
+def test_the_patch_release_resolves_as_itself_with_its_minors_picks() -> None:
+    # docs/releases.md: 0.25.1 changed no selection code against 0.25.0 (its RECORD, 10
+    # files); kernelcfg ships it (test_release_patches.py), so no stand-in warning
     result = run("resolve", "--device", "h100", "--vllm-version", "0.25.1", "--format", "json")
+    own = run("resolve", "--device", "h100", "--vllm-version", VERSION, "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
-    assert data["vllm_version"] == VERSION
-    assert "release-stand-in" in result.stderr + str(data)
+    assert data["vllm_version"] == "0.25.1"
+    assert "release-stand-in" not in result.stderr + str(data)
+    assert data["hash"] == own.json()["hash"]
 
 
 def test_kernel_config_has_no_bf16x3_router_gemm() -> None:

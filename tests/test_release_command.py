@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "release"))
 
 import release  # noqa: E402
 import source_diff  # noqa: E402
+import wheel_source  # noqa: E402
 
 
 def _wheel(path: Path, version: str, files: dict[str, str]) -> Path:
@@ -99,3 +100,55 @@ def test_hand_read_files_start_from_the_nearest_and_are_never_overwritten(
     assert not (staging / "linear-0.28.0.json").exists()
     assert "kept" in run.kept["linear"]
     assert "none" in run.kept["topk"]
+
+
+def test_a_patch_releases_files_equal_to_its_minors_become_same_as_files(
+    tmp_path: Path,
+) -> None:
+    out, staging = tmp_path / "out", tmp_path / "staging"
+    out.mkdir()
+    staging.mkdir()
+    text = '{\n "format": 1,\n "vllm_version": "0.29.0",\n "about": "x"\n}\n'
+    for kind in ("moe", "env", "serve"):
+        (out / f"{kind}-0.29.0.json").write_text(text)
+    (staging / "env-0.29.1.json").write_text(text.replace("0.29.0", "0.29.1"))
+    other = text.replace('"x"', '"y"').replace("0.29.0", "0.29.1")
+    (staging / "serve-0.29.1.json").write_text(other)
+    run = release.Run("0.29.1", "0.29.0", out, staging)
+    release._hand_read(run)
+    made = release._same_as(run)  # linear- and selector- start from kernelcfg's own 0.29.0
+    assert {"env-0.29.1.json", "moe-0.29.1.json", "linear-0.29.1.json"} <= set(made)
+    assert "serve-0.29.1.json" not in made
+    for name in ("env-0.29.1.json", "moe-0.29.1.json"):
+        said = json.loads((staging / name).read_text())
+        assert said == {"vllm_version": "0.29.1", wheel_source.SAME_AS: "0.29.0"}
+        # read back through the file it names: the bytes the generator wrote
+        (out / name).write_text((staging / name).read_text())
+        assert wheel_source.release_text(out / name) == text.replace("0.29.0", "0.29.1")
+    assert json.loads((staging / "serve-0.29.1.json").read_text())["about"] == "y"
+    # a same_as file whose bytes the generator writes again is kept, and checks identical
+    env = out / "env-0.29.1.json"
+    before = env.read_text()
+    assert wheel_source.write_or_check(env, text.replace("0.29.0", "0.29.1"), check=True) == 0
+    assert wheel_source.write_or_check(env, text.replace("0.29.0", "0.29.1"), check=False) == 0
+    assert env.read_text() == before
+    assert wheel_source.write_or_check(env, text.replace('"x"', '"z"'), check=True) == 1
+    # a patch of the next release names the file that holds the facts (one hop)
+    run = release.Run("0.29.2", "0.29.1", out, staging / "two")
+    (staging / "two").mkdir()
+    (staging / "two" / "env-0.29.2.json").write_text(text.replace("0.29.0", "0.29.2"))
+    assert release._same_as(run) == ["env-0.29.2.json"]
+    said = json.loads((staging / "two" / "env-0.29.2.json").read_text())
+    assert said[wheel_source.SAME_AS] == "0.29.0"
+
+
+def test_a_new_minor_starts_from_copies_not_same_as_files(tmp_path: Path) -> None:
+    out, staging = tmp_path / "out", tmp_path / "staging"
+    out.mkdir()
+    staging.mkdir()
+    text = '{\n "format": 1,\n "vllm_version": "0.29.0"\n}\n'
+    (out / "moe-0.29.0.json").write_text(text)
+    run = release.Run("0.28.0", "0.29.0", out, staging)
+    release._hand_read(run)
+    assert release._same_as(run) == []
+    assert json.loads((staging / "moe-0.28.0.json").read_text())["format"] == 1

@@ -8,6 +8,7 @@ parallelism, the all2all backend, the model's architectures and the environment
 from __future__ import annotations
 
 import fnmatch
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,16 @@ __all__ = [
 
 
 def _applies(span: str, version: str) -> bool:
-    """Whether a ``versions`` span (``0.30.0..0.32.0``, or one release) holds ``version``."""
+    """Whether a ``versions`` span (``0.30.0..0.32.0``, or one release) holds ``version``.
+    A span that ends at a minor's ``.0`` (``..0.27.0``, ``0.25.0``) holds that minor's patch
+    releases too (0.27.1: the patch releases checked changed no selection code,
+    docs/releases.md 'Patch releases'); one whose selection code does change is named by
+    a span of its own, after the minor's, which it then overrides."""
     low, _, high = span.partition("..")
-    return version_key(low) <= version_key(version) <= version_key(high or low)
+    end = version_key(high or low)
+    if end[2:] == (0,):
+        end = (*end[:2], sys.maxsize)
+    return version_key(low) <= version_key(version) <= end
 
 
 def for_release(rule: Mapping[str, Any], version: str) -> dict[str, Any]:

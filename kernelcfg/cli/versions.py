@@ -83,7 +83,13 @@ def _change_table(data: dict[str, Any]) -> Any:
     from kernelcfg.output.tables import fold, plain
 
     table = fold(Table("what", "change", title=f"vLLM {data['old']} -> {data['new']}"))
-    for row in [*_field_changes(data), *_ir_changes(data), *_other_changes(data)]:
+    rows = [*_field_changes(data), *_ir_changes(data), *_other_changes(data)]
+    if not rows:  # a patch release and its minor (0.25.0 -> 0.25.1)
+        return (
+            f"vLLM {data['old']} -> {data['new']}: no change in the kernel config (fields, "
+            "choices, hash inputs, IR ops and providers, constants, rules)"
+        )
+    for row in rows:
         table.add_row(*(plain(cell) for cell in row))
     return table
 

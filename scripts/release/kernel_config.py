@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from wheel_source import RELEASES_DIR, Source, version_of, write_or_check
+from wheel_source import RELEASES_DIR, Source, release_text, version_of, write_or_check
 
 FORMAT = 1
 CHOICE_ALIASES = ("MoEBackend", "LinearBackend", "SparseIndexerTopkBackend")
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     version = version_of(Source(args.wheel), args.wheel)
     out: Path = args.out or RELEASES_DIR / f"vllm-{version}.json"
     rules_file: Path | None = args.rules_from or (out if out.exists() else None)
-    rules = json.loads(rules_file.read_text())["rules"] if rules_file else {}
+    rules = json.loads(release_text(rules_file))["rules"] if rules_file else {}
     return write_or_check(out, dumps(build(args.wheel, rules)), check=args.check)
 
 

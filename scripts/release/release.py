@@ -53,7 +53,14 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import source_diff  # noqa: E402
-from wheel_source import RELEASES_DIR, download_wheel  # noqa: E402
+from wheel_source import (  # noqa: E402
+    RELEASES_DIR,
+    SAME_AS,
+    as_release,
+    download_wheel,
+    release_text,
+    same_as_text,
+)
 
 HAND_READ = ("moe", "linear", "selector", "topk")
 """The data files a maintainer reads from the source (started from the nearest's)."""
@@ -209,15 +216,32 @@ def _hand_read(run: Run) -> None:
         if mine.is_file():
             run.kept[kind] = f"{mine.name} kept as it is (edited for {run.version})"
         elif near.is_file():
-            text = near.read_text(encoding="utf-8")
-            line = f'"vllm_version": "{run.near}"'
-            if text.count(line) != 1:
-                raise SystemExit(f"{near}: no single {line} line to rewrite")
-            new = text.replace(line, f'"vllm_version": "{run.version}"')
+            new = as_release(release_text(near), run.near, run.version, near)
             (run.staging / mine.name).write_text(new, encoding="utf-8")
             run.kept[kind] = f"{mine.name} started from {near.name}: to review"
         else:
             run.kept[kind] = f"none ({run.near} has none either)"
+
+
+def _same_as(run: Run) -> list[str]:
+    """A patch release's staged files that are its nearest's (of the same minor) byte for
+    byte but the version line become files that say so (``same_as``, read by kernelcfg's
+    loader as the named release's): one home per fact. The names of those files."""
+    if _key(run.version)[:2] != _key(run.near)[:2]:
+        return []
+    made = []
+    for path in sorted(run.staging.glob("*.json")):
+        kind = path.name.removesuffix(f"-{run.version}.json")
+        near = _known_file(run, f"{kind}-{run.near}.json")
+        if path.name.startswith(".") or kind == path.name or not near.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if text != as_release(release_text(near), run.near, run.version, near):
+            continue
+        held = json.loads(near.read_text(encoding="utf-8"))
+        path.write_text(same_as_text(run.version, held.get(SAME_AS, run.near)), encoding="utf-8")
+        made.append(path.name)
+    return made
 
 
 def _publish(run: Run) -> list[str]:
@@ -381,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"nothing written: {', '.join(run.failed)} failed", file=sys.stderr)
             return 1
         _hand_read(run)
+        same = _same_as(run)
         moved = _publish(run)
         executed, wrong = ([], 0) if args.no_execute else _execute(run)
         if not args.no_execute and out == RELEASES_DIR:
@@ -391,9 +416,11 @@ def main(argv: list[str] | None = None) -> int:
         report = source_diff.compare(
             new_wheel,
             near_wheel,
-            {k: p.read_text(encoding="utf-8") for k, p in cited.items() if p.is_file()},
+            {k: release_text(p) for k, p in cited.items() if p.is_file()},
         )
     print(f"wrote into {out}: {', '.join(moved)}")
+    if same:
+        print(f"the same as {near}'s but the version, written as same_as files: {', '.join(same)}")
     print("\n".join(source_diff.render(report, args.version, near, run.kept)))
     print("\n".join(executed))
     print(

@@ -137,14 +137,10 @@ def main() -> int:
     args = parser.parse_args()
     data = compact(json.loads(Path(args.dump).read_text(encoding="utf-8")))
     path: Path = args.out or OUT_DIR / f"serve-{data['vllm_version']}.json"
-    text = render(data)
-    if args.check:
-        same = path.exists() and path.read_text(encoding="utf-8") == text
-        print(f"{path.name}: {'identical' if same else 'DIFFERS'}")
-        return 0 if same else 1
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from wheel_source import write_or_check  # a same_as file compares as the file it names
+
+    return write_or_check(path, render(data), check=args.check)
 
 
 if __name__ == "__main__":

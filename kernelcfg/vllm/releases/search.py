@@ -31,6 +31,7 @@ __all__ = [
     "MAX_BYTES",
     "OPTIONAL",
     "PACKAGED",
+    "SAME_AS",
     "VARIABLE",
     "check_shape",
     "folders",
@@ -104,23 +105,78 @@ def locate(name: str) -> Path:
 
 
 def read(name: str) -> dict[str, Any]:
-    """Data file ``name``: a user's (bounded and checked), else kernelcfg's own."""
+    """Data file ``name``: a user's (bounded and checked), else kernelcfg's own; a file
+    that says it is the same as another release's (:data:`SAME_AS`) reads as that one."""
     path = user_files().get(name)
     if path is None:
         return _packaged(name)
-    from kernelcfg.base.bounded import loads_json, one_line, read_text
+    from kernelcfg.base.bounded import one_line
 
     what = f"release data file {one_line(str(path))}"
-    value = loads_json(read_text(str(path), what, limit=MAX_BYTES), what)
+    value = _user_raw(path, what)
+    if isinstance(value, dict) and SAME_AS in value:
+        value = _same_as(value, name, what, packaged_only=False)
     check_shape(value, name, what)
-    _READ.append(path)
     return value  # type: ignore[no-any-return]
 
 
-def _packaged(name: str) -> dict[str, Any]:
+def _user_raw(path: Path, what: str) -> Any:
+    from kernelcfg.base.bounded import loads_json, read_text
+
+    value = loads_json(read_text(str(path), what, limit=MAX_BYTES), what)
+    _READ.append(path)
+    return value
+
+
+def _packaged_raw(name: str) -> dict[str, Any]:
     with (PACKAGED / name).open(encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
+
+
+def _packaged(name: str) -> dict[str, Any]:
+    data = _packaged_raw(name)
+    if SAME_AS in data:  # kernelcfg's own files point at kernelcfg's own only
+        what = f"release data file {PACKAGED / name}"
+        return _same_as(data, name, what, packaged_only=True)
+    return data
+
+
+SAME_AS = "same_as"
+"""The key of a release file that holds no facts of its own: ``{"vllm_version": "0.25.1",
+"same_as": "0.25.0"}`` in ``moe-0.25.1.json`` reads as ``moe-0.25.0.json`` with its own
+``vllm_version`` (the release command writes one where a release's file would be the
+named release's byte for byte but that line). One hop: the file named holds the facts."""
+_ALIAS_KEYS = frozenset({"vllm_version", SAME_AS, "about"})
+_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+
+
+def _same_as(value: dict[str, Any], name: str, what: str, *, packaged_only: bool) -> dict[str, Any]:
+    """The file ``value`` (named ``name``) says it is the same as, under its own version:
+    kernelcfg's own for one of kernelcfg's own (``packaged_only``), else the user's folders
+    first."""
+    from kernelcfg.base.errors import ArgumentError
+
+    match = _PER_RELEASE.match(name)
+    assert match is not None  # only such names are read
+    target = value[SAME_AS]
+    fix = "; write it with the release command (docs/releases.md, 'Adding a release')"
+    if not isinstance(target, str) or not _RELEASE.fullmatch(target):
+        raise ArgumentError(f"{what}: {SAME_AS} is {target!r}, not a release X.Y.Z{fix}")
+    extra = sorted(set(value) - _ALIAS_KEYS)
+    if extra:
+        raise ArgumentError(f"{what}: a {SAME_AS} file holds no {', '.join(extra)}{fix}")
+    other = f"{match.group(1)}-{target}.json"
+    path = None if packaged_only else user_files().get(other)
+    if path is not None:
+        facts = _user_raw(path, f"release data file {path}")
+    elif other in packaged_names() and other != name:
+        facts = _packaged_raw(other)
+    else:
+        raise ArgumentError(f"{what}: {SAME_AS} {target}, and there is no other {other}{fix}")
+    if not isinstance(facts, dict) or SAME_AS in facts:
+        raise ArgumentError(f"{what}: {SAME_AS} {target}, and {other} holds no facts{fix}")
+    return {**facts, "vllm_version": value.get("vllm_version")}
 
 
 def user_files_read() -> tuple[Path, ...]:

@@ -118,12 +118,15 @@ PINS = {
         "openai-harmony>=0.0.3",
     ],
     "0.28.0": OLDER,
+    "0.27.1": OLDER,
     "0.27.0": OLDER,
     "0.26.0": OLDER,
+    "0.25.1": OLDER,
     "0.25.0": OLDER,
     "0.24.0": OLDER,
 }
-"""Per release, the packages whose pins differ (inside the wheel's Requires-Dist)."""
+"""Per release, the packages whose pins differ (inside the wheel's Requires-Dist; a patch
+release's are its ``.0``'s: 0.25.1 and 0.27.1 require what 0.25.0 and 0.27.0 do)."""
 
 CUDA_LIBS = (
     "libcudart.so",
