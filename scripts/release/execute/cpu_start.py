@@ -77,6 +77,8 @@ def _build_wheel(version: str) -> Path:
 
 
 def _torch_pin(whl: Path) -> str:
+    """The build's x86_64 torch pin, local version included (``2.13.0+cpu``): pip finds
+    it only where a CPU build of that torch is reachable, never a CUDA one by its name."""
     with zipfile.ZipFile(whl) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode("utf-8", "replace")
@@ -85,7 +87,7 @@ def _torch_pin(whl: Path) -> str:
     )
     if not found:
         raise SystemExit(f"{whl.name}: no x86_64 torch pin in its METADATA")
-    return found.group(1).split("+")[0]
+    return found.group(1)
 
 
 def ensure_venv(version: str) -> Path:
