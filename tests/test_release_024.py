@@ -270,3 +270,28 @@ def test_flashinfer_trtllm_has_no_mxfp8_linear_kernel() -> None:
     # __init__.py:218-220 the 'flashinfer_trtllm' set is the NVFP4 kernel alone; the CUDA
     # MXFP8 list (:388-393) has no TRT-LLM kernel
     assert _severity("linear_backend", "flashinfer_trtllm", "b200", "mxfp8") == "error"
+
+
+# ---------------------------------------------------------------- vllm serve
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # engine/arg_utils.py: no --enable-per-request-metrics, --jit-monitor-mode,
+        # --mm-ipc-gpu-memory-gb, --model-class-overrides (0.25.0 adds the four)
+        (["--enable-per-request-metrics"], "unrecognized arguments"),
+        (["--jit-monitor-mode", "warn"], "unrecognized arguments"),
+        # config/cache.py:19 CacheDType: no int4_per_token_head
+        (["--kv-cache-dtype", "int4_per_token_head"], "invalid choice"),
+        # config/kernel.py:166-175: no enable_cutedsl_warmup field
+        (["--kernel-config", '{"enable_cutedsl_warmup": false}'], "enable_cutedsl_warmup"),
+    ],
+)
+def test_serve_refuses_what_0250_added(args: list[str], said: str) -> None:
+    options = _data("serve")["options"]
+    newer = _data("serve", NEXT)["options"]
+    assert {o["dest"] for o in options} < {o["dest"] for o in newer}
+    launch = ["--", "vllm", "serve", "Qwen/Qwen3-8B", *args]
+    result = run("resolve", "--device", "h100", "--vllm-version", VERSION, *launch)
+    assert result.exit_code == 2
+    assert said in result.stderr
+    assert run("resolve", "--device", "h100", "--vllm-version", NEXT, *launch).exit_code == 0
