@@ -158,6 +158,19 @@ def test_humming_moe_value_is_mxfp4_only() -> None:
     assert _severity("moe_backend", "humming", "h100", "fp8_block", NEXT) != "error"
 
 
+@pytest.mark.parametrize("value", ["marlin", "deep_gemm", "flashinfer_trtllm", "cutlass"])
+def test_wna16_moe_ignores_the_value(value: str) -> None:
+    # oracle/int_wna16.py:96-168 select_wna16_moe_backend reads no --moe-backend (0.25.0's
+    # map_wna16_backend is not in the wheel): int4_w4a16 layers choose as on auto
+    assert _data("moe")["oracles"]["wna16"]["values"] == {}
+    assert _data("moe", NEXT)["oracles"]["wna16"]["values"]
+    ctx = Context(PRESETS["h100"], VERSION, "int4_w4a16", expert_parallel=False)
+    problem = check("moe_backend", value, ctx).problem()
+    assert problem is not None
+    assert problem.severity == "warning"
+    assert "ignored for int4_w4a16" in problem.message
+
+
 # ---------------------------------------------------------------- linear
 def test_no_humming_linear_kernels_but_mixed_precision() -> None:
     # __init__.py:277-440 the _POSSIBLE_*_KERNELS lists: no Humming FP8, INT8, MXFP8,
