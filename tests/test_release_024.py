@@ -151,7 +151,7 @@ def test_b12x_experts_take_expert_parallel() -> None:
 
 def test_humming_moe_value_is_mxfp4_only() -> None:
     # oracle/mxfp4.py:283 maps 'humming'; the FP8 map (fp8.py:222-236) does not; the
-    # unquantized oracle raises for any other value than its own (unquantized.py:221-230)
+    # unquantized oracle raises for any other value than its own (unquantized.py:136-149)
     assert _severity("moe_backend", "humming", "h100", "mxfp4") != "error"  # humming package
     assert _severity("moe_backend", "humming", "h100", "fp8_block") == "error"
     assert _severity("moe_backend", "humming", "h100", "unquantized") == "error"
@@ -256,9 +256,9 @@ def test_start_up_writes_hold() -> None:
 # ---------------------------------------------------------------- catalogue spans
 # constraints.json spans that began at 0.25.0, read again in 0.24.0's wheel: each holds
 SPANS = [
-    # experts/cutlass_moe.py:733-735 CutlassExpertsFp4: ep_size == 1
+    # experts/cutlass_moe.py:732-735 CutlassExpertsFp4: ep_size == 1
     ("moe_backend", "cutlass", "nvfp4", True, "b200"),
-    # oracle/unquantized.py:221-230 map_unquantized_backend has no marlin (ValueError)
+    # oracle/unquantized.py:136-149 map_unquantized_backend has no marlin (ValueError)
     ("moe_backend", "marlin", "unquantized", False, "h100"),
     # kernels/linear/__init__.py:242-246 'torch': per-tensor, channel-wise, row-wise FP8 only
     ("linear_backend", "torch", "fp8_block", False, "h100"),
