@@ -124,7 +124,8 @@ def test_a_backend_with_no_kernel_in_the_list_raises_where_the_release_does(
 ) -> None:
     """Every kernel list says what vLLM does when ``--linear-backend`` has none of its
     kernels there: raise (every list in 0.26.0 and 0.27.0, MXFP6's in 0.28.0) or warn and
-    walk the whole list. Humming has no MXFP6 kernel on ROCm: refused at load where the
+    walk the whole list. Humming (Machete where the release has no Humming value) has no
+    MXFP6 kernel on ROCm: refused at load where the
     release raises, a warning otherwise (also where MXFP6 layers walk no kernel list, as
     Quark's OCP MX layers in 0.26.0: the value is never read for them)."""
     data = releases.data_file(f"linear-{version}.json")
@@ -138,11 +139,13 @@ def test_a_backend_with_no_kernel_in_the_list_raises_where_the_release_does(
     walked = {data["selectors"][data["layers"][k]["selector"]].get("list") for k in kinds}
     mxfp6 = [data["no_named_kernel_error"][w] for w in walked if w is not None]
     argv = ["--device", "mi355x", "--vllm-version", version, "--quant-scheme", "mxfp6"]
-    found = _resolve(*argv, "--linear-backend", "humming")
+    choices = releases.data_file(f"vllm-{version}.json")["choices"]["LinearBackend"]
+    value = "humming" if "humming" in choices else "machete"  # 0.24.0 has no 'humming'
+    found = _resolve(*argv, "--linear-backend", value)
     (said,) = [p for p in found["problems"] if p["field"] == "linear_backend"]
     if mxfp6 and all("error" in m for m in mxfp6):
         assert said["severity"] == "error"
-        assert mxfp6[0]["error"].format(value="humming") in said["message"]
+        assert mxfp6[0]["error"].format(value=value) in said["message"]
         assert not found["valid"]
     else:
         assert said["severity"] == "warning"

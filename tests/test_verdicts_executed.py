@@ -49,6 +49,7 @@ RUNTIME_CHECKED = {
     ("0.25.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.29.0's)",
     ("0.27.1", "linear_backend", "cutlass"): "the same (0.27.0's cutlass.py, unchanged: RECORD)",
     ("0.25.1", "linear_backend", "cutlass"): "the same (0.25.0's cutlass.py, unchanged: RECORD)",
+    ("0.24.0", "linear_backend", "cutlass"): "the same (scaled_mm/cutlass.py:164-169, as 0.25.0's)",
 }
 """(release, field, value) that vLLM's selection honours and its compiled kernel then
 refuses on the device: kernelcfg's error stands."""
@@ -66,6 +67,7 @@ EXECUTOR_GAPS = {
     ("0.25.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:198, oracle/w4a8.py:49)",
     ("0.27.1", "w4a8_fp8"): "the same (0.27.0's two files, unchanged: RECORD)",
     ("0.25.1", "w4a8_fp8"): "the same (0.25.0's two files, unchanged: RECORD)",
+    ("0.24.0", "w4a8_fp8"): "the same (compressed_tensors_moe.py:195, oracle/w4a8.py:49)",
 }
 """(release, scheme) whose executed MoE cells skip a step of vLLM's path: left out, and
 the verdict with the scheme unknown recomputed from the others."""

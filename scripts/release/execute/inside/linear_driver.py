@@ -176,21 +176,32 @@ def _trials(
     return trials
 
 
-def _platform_list(module: Any, first: str, value: str) -> list[str] | None:
+def _platform_list(module: Any, first: str, value: str, call: str) -> list[str] | None:
     """For a chooser that walks its ``_POSSIBLE_*`` list without
     ``_resolve_backend_kernels``: the list for the platform that starts with the first
-    kernel checked (narrowed to ``value``'s kernels, as the chooser narrows it)."""
+    kernel checked (narrowed to ``value``'s kernels, as the chooser narrows it). Where
+    several lists start with it (0.24.0: Marlin heads both the FP8 and the W8A16 FP8
+    list on CUDA), the one the chooser ``call`` names (``init_wfp8_a16_linear_kernel``:
+    ``_POSSIBLE_WFP8A16_KERNELS``), the longest name matching; else the first."""
     enum = simulate.PROXY._enum
+    found: list[tuple[str, list[Any]]] = []
     for name, table in vars(module).items():
         if not (name.startswith("_POSSIBLE_") and isinstance(table, dict)):
             continue
         listed = table.get(enum) or []
         if listed and listed[0].__name__ == first:
-            narrowed = getattr(module, "_LINEAR_BACKEND_KERNEL_MAP", {}).get(value)
-            if narrowed:
-                listed = [k for k in listed if k in narrowed] or listed
-            return [k.__name__ for k in listed]
-    return None
+            found.append((name, listed))
+    if not found:
+        return None
+    spelled = call.upper().replace("_", "")
+    named = [
+        f for f in found if f[0][len("_POSSIBLE_") : -len("_KERNELS")].replace("_", "") in spelled
+    ]
+    listed = max(named, key=lambda f: len(f[0]))[1] if len(found) > 1 and named else found[0][1]
+    narrowed = getattr(module, "_LINEAR_BACKEND_KERNEL_MAP", {}).get(value)
+    if narrowed:
+        listed = [k for k in listed if k in narrowed] or listed
+    return [k.__name__ for k in listed]
 
 
 def _keys(names: dict[str, str | None]) -> dict[str, Any]:
@@ -263,7 +274,7 @@ def _outcome(module: Any, log: Log, layer: dict[str, Any], value: str) -> dict[s
         return {"status": "selected", "kernel": chosen, "candidates": [], "trials": []}
     classes = {c.__name__: c for c in log.classes}
     if candidates is None and entries:
-        candidates = _platform_list(module, entries[0][0], value)
+        candidates = _platform_list(module, entries[0][0], value, layer["call"])
     forced = candidates is None and chosen is not None
     if forced:
         candidates = [chosen]
