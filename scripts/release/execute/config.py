@@ -14,10 +14,11 @@ inside the venv to what the release has (fields, Literal values, IR ops and prov
 lacks dropped, recorded per case as ``kwargs_adaptation``). Runs
 ``inside/config_driver.py`` in the release's venv (``common.ensure_venv``).
 
-``--compare FOLDER`` checks the generator: every output it wrote is compared with the
-same input's in FOLDER's ``cases.json`` / ``platform-cases.json`` (real vLLM's), and the
-match counts and each difference printed (exit 1 on a difference). A release that has
-real vLLM's vectors is never overwritten in ``tests/golden/`` (give ``--out``).
+``--compare FOLDER`` checks the generator: every record of FOLDER's ``cases.json`` /
+``platform-cases.json`` (real vLLM's) is compared with the output for the same input,
+and the match counts and each difference printed (exit 1 on a difference or an input
+not executed). Real vLLM's vectors are never overwritten: for a release that has them in
+``tests/golden/`` the output goes to a temporary folder and is compared with them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import gzip
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -316,6 +318,15 @@ def compare(cases: dict[str, Any], platform: dict[str, Any], folder: Path) -> in
     return bad
 
 
+def holds_real(folder: Path) -> bool:
+    """Whether ``folder`` holds real vLLM's vectors (never overwritten)."""
+    for name, generator in REAL.items():
+        existing = folder / f"{name}.json"
+        if existing.is_file() and load(existing).get("meta", {}).get("generator") == generator:
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("version")
@@ -326,19 +337,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare", type=Path, help="a folder of real vLLM's vectors to compare with"
     )
+    parser.add_argument("--targets", help="ignored: the config code takes no GPU target")
     args = parser.parse_args(argv)
     folder = args.out or common.GOLDEN_DIR / f"vllm-{args.version}"
-    for name, generator in REAL.items():
-        existing = folder / f"{name}.json"
-        if existing.is_file() and load(existing).get("meta", {}).get("generator") == generator:
-            raise SystemExit(f"{existing} holds real vLLM's vectors: give --out FOLDER")
+    compare_with = args.compare
+    if holds_real(folder):
+        if args.out:
+            raise SystemExit(f"{folder} holds real vLLM's vectors: give another --out")
+        compare_with = compare_with or folder
+        folder = Path(tempfile.mkdtemp(prefix=f"kernelcfg-config-{args.version}-"))
+        print(f"real vLLM's vectors in {compare_with}: writing to {folder} and comparing")
     cases, platform = make(args.version)
     for name, data in (("cases", cases), ("platform-cases", platform)):
         path = write(folder / f"{name}.json", data, args.pack)
         print(f"{path}: {sum(len(v) for k, v in data.items() if isinstance(v, list))} records")
     print(f"{cases['meta']['wall_s']} s")
-    if args.compare:
-        return 1 if compare(cases, platform, args.compare) else 0
+    if compare_with:
+        return 1 if compare(cases, platform, compare_with) else 0
     return 0
 
 
