@@ -372,6 +372,36 @@ def schema_cases(kernel: Any, registry: dict[str, list[str]]) -> list[dict[str, 
     return out
 
 
+def schema_invalid(kernel: Any) -> list[dict[str, Any]]:
+    """Doubtful inputs the release's own schema suggests, refused or accepted as the
+    release decides (stage ``none`` then): ``None`` and a word for each bool field (the
+    skip-``None`` validators), ``None`` and an unknown name for each Literal field (its
+    message lists the release's choices)."""
+    out: list[dict[str, Any]] = []
+    hints = typing.get_type_hints(kernel.KernelConfig)
+    for f in dataclasses.fields(kernel.KernelConfig):
+        tp = hints[f.name]
+        if typing.get_origin(tp) is typing.Literal:
+            values: list[Any] = [None, "not_a_backend"]
+        elif tp is bool:
+            values = [None, "maybe"]
+        else:
+            continue
+        for value in values:
+            kwargs = {f.name: value}
+            out.append(
+                {
+                    "id": f"schema:{f.name}:{value!r}",
+                    "target": "KernelConfig",
+                    "kwargs": kwargs,
+                    "kwargs_py": repr(kwargs),
+                    "kwargs_json_exact": True,
+                    "note": "from the release's schema: refused or accepted as it decides",
+                }
+            )
+    return out
+
+
 def run_cases(
     kernel: Any, cap: Capture, request: dict[str, Any], registry: dict[str, list[str]]
 ) -> dict[str, Any]:
@@ -408,9 +438,11 @@ def run_cases(
             continue
         cases.append(row)
     invalid = []
-    for case in request["invalid"]:
+    for case in request["invalid"] + schema_invalid(kernel):
         row = dict(case)
         row.update(invalid_case(kernel, cap, case))
+        if row["id"].startswith("schema:"):
+            row.pop("UNEXPECTED", None)
         invalid.append(row)
     return {"cases": cases, "invalid": invalid, "anchors_skipped": skipped, "rejected": rejected}
 
