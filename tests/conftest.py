@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from functools import cache
 from pathlib import Path
@@ -50,17 +51,27 @@ def _no_user_releases(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def golden_versions() -> list[str]:
     """Releases with both a kernelcfg data file and vectors of vLLM's own ``KernelConfig``
-    (``cases.json``; a release may have only the vectors of its executed selection)."""
-    have = {p.name.removeprefix("vllm-") for p in GOLDEN.iterdir() if (p / "cases.json").is_file()}
+    (``cases.json``, or ``cases.json.gz`` where the project executed them for an older
+    release; a release may have only the vectors of its executed selection)."""
+    have = {
+        p.name.removeprefix("vllm-")
+        for p in GOLDEN.iterdir()
+        if (p / "cases.json").is_file() or (p / "cases.json.gz").is_file()
+    }
     return [v for v in releases.known_versions() if v in have]
 
 
 @cache
 def golden(version: str, name: str) -> dict[str, Any]:
-    """One golden file of one release."""
-    with (GOLDEN / f"vllm-{version}" / f"{name}.json").open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
-    return data
+    """One golden file of one release (``NAME.json``, else its packed ``NAME.json.gz``)."""
+    path = GOLDEN / f"vllm-{version}" / f"{name}.json"
+    if not path.is_file():
+        with gzip.open(path.with_name(path.name + ".gz"), "rt", encoding="utf-8") as packed:
+            data: dict[str, Any] = json.load(packed)
+        return data
+    with path.open(encoding="utf-8") as fh:
+        plain: dict[str, Any] = json.load(fh)
+    return plain
 
 
 def enum_name(value: Any) -> Any:

@@ -19,8 +19,10 @@
    ``tests/golden/vllm-X.Y.Z/executed-moe.json`` (with ``--out``:
    ``FOLDER/executed-moe-X.Y.Z.json``), and compared with kernelcfg's picks on the new
    data (``tests/moe_executed.py``); into kernelcfg's own folder, also its linear,
-   attention and top-k selection (``execute/all.py``) and the tests that hold kernelcfg
-   to them, for this release;
+   attention and top-k selection and its ``vllm.config.kernel`` (``KernelConfig``, the
+   hash, the platform IR-op defaults: ``cases.json`` / ``platform-cases.json``,
+   ``execute/config.py``) (``execute/all.py``) and the tests that hold kernelcfg to
+   them, for this release;
 5. the to-do list: the vLLM source files that differ from the nearest release's, by
    the data file whose selection code they are (``source_diff.py``), and the executed
    cells kernelcfg disagrees with; the wall time.
@@ -319,14 +321,17 @@ EXECUTED_TESTS = (
     "tests/test_attention_executed.py",
     "tests/test_topk_executed.py",
     "tests/test_verdicts_executed.py",
+    "tests/test_golden_cases.py",
+    "tests/test_golden_platform.py",
 )
 """The tests that hold kernelcfg to a release's executed linear / attention / top-k /
-verdict vectors."""
+verdict vectors and its KernelConfig / platform-default vectors."""
 
 
 def _execute_others(run: Run) -> tuple[list[str], int]:
-    """Execute the release's linear, attention and top-k selection (``execute/all.py``:
-    ``tests/golden/vllm-X.Y.Z/executed-*.json`` and the verdicts from them), then run the
+    """Execute the release's linear, attention and top-k selection and its KernelConfig
+    (``execute/all.py``: ``tests/golden/vllm-X.Y.Z/executed-*.json``, the verdicts from
+    them, ``cases.json`` and ``platform-cases.json``), then run the
     tests that compare kernelcfg with them for this release: each failing test is a cell
     class to explain."""
     cmd = [
@@ -335,13 +340,16 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
         str(HERE / "execute" / "all.py"),
         run.version,
         "--only",
-        "linear,attention,topk",
+        "linear,attention,topk,config",
     ]
-    skipped = "not made; no executed linear / attention / top-k cells on the to-do list"
+    skipped = "not made; no executed linear / attention / top-k / config cells on the to-do list"
     if not run.step(
-        "executed linear/attention/top-k (execute/all.py)", cmd, needed=False, skipped=skipped
+        "executed linear/attention/top-k/config (execute/all.py)",
+        cmd,
+        needed=False,
+        skipped=skipped,
     ):
-        return ["Executed linear / attention / top-k vectors: not made (see the steps)"], 0
+        return ["Executed linear / attention / top-k / config vectors: not made (see the steps)"], 0
     started = time.monotonic()
     proc = subprocess.run(
         [
@@ -367,13 +375,13 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
     outcome = "ok" if not failing else f"{len(failing)} failing"
     run.steps.append(
         (
-            "kernelcfg against the executed linear/attention/top-k",
+            "kernelcfg against the executed linear/attention/top-k/config",
             time.monotonic() - started,
             outcome,
         )
     )
     lines = [
-        f"Executed linear / attention / top-k / verdict tests for {run.version}: "
+        f"Executed linear / attention / top-k / verdict / config tests for {run.version}: "
         f"{len(failing)} failing"
     ]
     lines += [f"    {name[:200]}" for name in failing]

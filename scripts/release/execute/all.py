@@ -4,8 +4,11 @@ vectors where ``../shared/golden/vllm-X.Y.Z/`` has them.
     python scripts/release/execute/all.py 0.34.0 [--targets h100,b200] [--only moe,linear]
 
 Writes ``tests/golden/vllm-X.Y.Z/executed-{moe,linear,attention,topk}.json`` (a kind
-the release does not have is reported and skipped) and ``executed-verdicts.json``
-(``verdicts.py``, from the others), and prints each driver's records and wall time.
+the release does not have is reported and skipped), ``executed-verdicts.json``
+(``verdicts.py``, from the others) and the KernelConfig vectors ``cases.json`` /
+``platform-cases.json`` (``config.py``; for a release with real vLLM's vectors, the
+generator's output is compared with them instead), and prints each driver's records and
+wall time.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import vectors
 
 HERE = common.HERE
 
-DRIVERS = ("moe", "linear", "attention", "topk")
+DRIVERS = ("moe", "linear", "attention", "topk", "config")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pack",
         action="store_true",
-        help="afterwards keep linear/attention/top-k/verdicts as .json.gz and drop "
-        "executed-moe.json (how releases other than the newest are checked in)",
+        help="afterwards keep linear/attention/top-k/verdicts (and the KernelConfig "
+        "vectors) as .json.gz and drop executed-moe.json (how releases other than the "
+        "newest are checked in)",
     )
     args = parser.parse_args(argv)
     common.ensure_venv(args.version)
@@ -44,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, str(HERE / f"{name}.py"), args.version]
         if args.targets:
             command += ["--targets", args.targets]
+        if name == "config" and args.pack:
+            command.append("--pack")
         started = time.monotonic()
         done = subprocess.run(command, check=False)
         print(f"{name}: exit {done.returncode}, {time.monotonic() - started:.0f} s", flush=True)
