@@ -9,6 +9,9 @@ without the stand-in CUDA libraries (as real vLLM's vectors were made: ``vllm._C
 not load, the CPU platform, ``VLLM_TARGET_DEVICE=cpu``). Each line is judged by the
 release as it is: a flag the release lacks is refused by it, as a user would see.
 
+Written packed (``serve-parser-cases.json.gz``, as the older releases' executed
+vectors; the tests read either form) unless ``--out`` names a file.
+
 Where the release's file is real vLLM's (copied from ``../shared/golden``, its
 ``meta`` has no ``made_by``), nothing is written there: the executed verdicts are
 compared with it, field by field, and the differences printed (``--out`` writes them
@@ -27,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
-from vectors import sha256
+from vectors import pack, sha256
 
 SOURCE = common.GOLDEN_DIR / "vllm-0.33.0" / "serve-parser-cases.json"
 """The inputs: real vLLM 0.33.0's lines (argv, config files, tags)."""
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             _write(args.out, data)
         return 0 if report["all_same"] == report["lines"] else 1
-    path = _write(args.out or target, data)
+    path = _write(args.out, data) if args.out else pack(_write(target, data))
     m = data["meta"]
     print(f"{path}: {m['n']} lines, {m['accepted']} accepted, {m['refused']} refused, ", end="")
     print(f"{m['wall_s']} s")
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write(path: Path, data: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 
