@@ -40,7 +40,7 @@ DUMP = common.HERE.parent / "serve_parser"
 INPUT_KEYS = ("id", "argv", "config_file", "tags")
 
 
-def _venv(version: str) -> Path:
+def reusable_venv(version: str) -> Path:
     """The release's execution venv as it is when it was completed once, whichever
     pins it was completed with (the parser needs only the common ones): other
     generators share these venvs, and a reinstall under them would break their runs."""
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=Path, default=SOURCE)
     args = parser.parse_args(argv)
     started = time.monotonic()
-    venv = _venv(args.version)
+    venv = reusable_venv(args.version)
     meta, cases = _inputs(args.inputs)
     request = {"cases": cases, "config_mark": meta["config_mark"], "tmp_marker": meta["tmp_marker"]}
     answer = common.run_inside(venv, "serve_parser_driver.py", request, stubs=False, path=(DUMP,))
