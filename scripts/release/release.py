@@ -19,8 +19,9 @@
    ``tests/golden/vllm-X.Y.Z/executed-moe.json`` (with ``--out``:
    ``FOLDER/executed-moe-X.Y.Z.json``), and compared with kernelcfg's picks on the new
    data (``tests/moe_executed.py``); into kernelcfg's own folder, also its linear,
-   attention and top-k selection (``execute/all.py``) and the tests that hold kernelcfg
-   to them, for this release;
+   attention and top-k selection, its ``vllm serve`` parser on real vLLM 0.33.0's
+   parser lines and its ``envs.compile_factors()`` on real vLLM's environments
+   (``execute/all.py``) and the tests that hold kernelcfg to them, for this release;
 5. the to-do list: the vLLM source files that differ from the nearest release's, by
    the data file whose selection code they are (``source_diff.py``), and the executed
    cells kernelcfg disagrees with; the wall time.
@@ -295,9 +296,12 @@ EXECUTED_TESTS = (
     "tests/test_attention_executed.py",
     "tests/test_topk_executed.py",
     "tests/test_verdicts_executed.py",
+    "tests/test_serve_parser_golden.py",
+    "tests/test_compile_env.py",
 )
 """The tests that hold kernelcfg to a release's executed linear / attention / top-k /
-verdict vectors."""
+verdict / ``vllm serve`` parser / compile-cache env vectors (the parser's every line:
+``KERNELCFG_FULL_VECTORS=1``)."""
 
 
 def _execute_others(run: Run) -> tuple[list[str], int]:
@@ -311,13 +315,16 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
         str(HERE / "execute" / "all.py"),
         run.version,
         "--only",
-        "linear,attention,topk",
+        "linear,attention,topk,serve_parser,env_factors",
     ]
-    skipped = "not made; no executed linear / attention / top-k cells on the to-do list"
+    skipped = "not made; no executed linear / attention / top-k / parser cells on the to-do list"
     if not run.step(
-        "executed linear/attention/top-k (execute/all.py)", cmd, needed=False, skipped=skipped
+        "executed linear/attention/top-k/serve parser (execute/all.py)",
+        cmd,
+        needed=False,
+        skipped=skipped,
     ):
-        return ["Executed linear / attention / top-k vectors: not made (see the steps)"], 0
+        return ["Executed linear / attention / top-k / parser vectors: not made (see the steps)"], 0
     started = time.monotonic()
     proc = subprocess.run(
         [
@@ -335,6 +342,7 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
         capture_output=True,
         text=True,
         cwd=REPO,
+        env={**os.environ, "KERNELCFG_FULL_VECTORS": "1"},
         check=False,
     )
     failing = [
@@ -343,13 +351,13 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
     outcome = "ok" if not failing else f"{len(failing)} failing"
     run.steps.append(
         (
-            "kernelcfg against the executed linear/attention/top-k",
+            "kernelcfg against the executed linear/attention/top-k/serve parser",
             time.monotonic() - started,
             outcome,
         )
     )
     lines = [
-        f"Executed linear / attention / top-k / verdict tests for {run.version}: "
+        f"Executed linear / attention / top-k / verdict / parser tests for {run.version}: "
         f"{len(failing)} failing"
     ]
     lines += [f"    {name[:200]}" for name in failing]

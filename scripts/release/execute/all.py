@@ -4,8 +4,13 @@ vectors where ``../shared/golden/vllm-X.Y.Z/`` has them.
     python scripts/release/execute/all.py 0.34.0 [--targets h100,b200] [--only moe,linear]
 
 Writes ``tests/golden/vllm-X.Y.Z/executed-{moe,linear,attention,topk}.json`` (a kind
-the release does not have is reported and skipped) and ``executed-verdicts.json``
-(``verdicts.py``, from the others), and prints each driver's records and wall time.
+the release does not have is reported and skipped), ``serve-parser-cases.json.gz``
+(``serve_parser.py``: real vLLM 0.33.0's parser lines judged by the release's own
+``vllm serve`` parser; on 0.33.0 itself, compared with real vLLM's file instead),
+``compile-cache-env.json.gz`` (``env_factors.py``: the release's ``envs.compile_factors()``
+on real vLLM 0.33.0's and 0.34.0's environments; compared where real vLLM's file is) and
+``executed-verdicts.json`` (``verdicts.py``, from the others), and prints each driver's
+records and wall time.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ import vectors
 
 HERE = common.HERE
 
-DRIVERS = ("moe", "linear", "attention", "topk")
+DRIVERS = ("moe", "linear", "attention", "topk", "serve_parser", "env_factors")
+TARGETED = frozenset({"moe", "linear", "attention", "topk"})
+"""The drivers that take ``--targets`` (the parser's lines name no target)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name in [d for d in args.only.split(",") if d]:
         command = [sys.executable, str(HERE / f"{name}.py"), args.version]
-        if args.targets:
+        if args.targets and name in TARGETED:
             command += ["--targets", args.targets]
         started = time.monotonic()
         done = subprocess.run(command, check=False)
