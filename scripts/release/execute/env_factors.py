@@ -8,9 +8,10 @@ and write the project's vectors for that release,
 Runs ``inside/env_factors_driver.py`` in the release's venv (CPU torch 2.13.0, no
 stand-in CUDA libraries, ``VLLM_TARGET_DEVICE=cpu``; the process environment without
 ``VLLM_*`` / ``CUDA_*`` variables). ``{SCRATCH}`` / ``{SITE_PACKAGES}`` in an environment
-are filled with this machine's folders (those records' hashes are not comparable, the
-tests compare their factors only). The records real vLLM made with a ROCm build of torch
-(``rocm_torch``) are not executed: this venv's torch is a CPU build. A record of real
+are filled with a fixed scratch path and this venv's site-packages (those records' hashes
+are not real vLLM's, the tests compare their factors only). The records real vLLM made
+with a ROCm build of torch (``rocm_torch``) are not executed: this venv's torch is a CPU
+build. A record of real
 vLLM's ``env_ignored_records`` whose hash differs from the baseline in this release (a
 variable it does not ignore) goes to ``env_records``.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,11 @@ from serve_parser import reusable_venv
 from vectors import pack, sha256
 
 FILE = "compile-cache-env.json"
+SCRATCH = "/tmp/kernelcfg-env-scratch"
+"""What ``{SCRATCH}`` stands for when executed: a fixed path (only its text is hashed), so
+a second run writes the same hashes."""
+MARKS = ("{SCRATCH}", "{SITE_PACKAGES}")
+"""The placeholders of real vLLM's environments (its hashes of them are of its paths)."""
 SOURCES = ("0.33.0", "0.34.0")
 """Real vLLM's env vectors whose environments are the inputs."""
 
@@ -77,7 +82,13 @@ def compare(answer: dict[str, Any], version: str) -> dict[str, Any]:
         for kind in ("env_records", "env_ignored_records")
         for r in real[kind]
     }
-    counts = {"records": 0, "factors_same": 0, "hash_same": 0, "skipped_same": 0}
+    counts = {
+        "records": 0,
+        "factors_same": 0,
+        "hash_same": 0,
+        "placeholder_records": 0,
+        "skipped_same": 0,
+    }
     examples: list[str] = []
     for r in answer["records"]:
         want = by_id.get(r["id"])
@@ -89,6 +100,7 @@ def compare(answer: dict[str, Any], version: str) -> dict[str, Any]:
         )
         counts["factors_same"] += same
         counts["hash_same"] += r["env_hash"] == want["env_hash"]
+        counts["placeholder_records"] += any(m in json.dumps(want["env"]) for m in MARKS)
         counts["skipped_same"] += sorted(r["skipped_by_parser_error"]) == sorted(
             want.get("skipped_by_parser_error") or []
         )
@@ -160,6 +172,7 @@ def build(version: str, answer: dict[str, Any], wall: float) -> dict[str, Any]:
             "parser_errors": "a variable whose parser raises is left out of compile_factors() "
             "(vLLM logs a warning); records list them in skipped_by_parser_error",
         },
+        "placeholders": {"{SCRATCH}": SCRATCH, "{SITE_PACKAGES}": "the venv's site-packages"},
         "not_run": "rocm_torch records (a ROCm build of torch); the inputs beyond the "
         "environment (torch version, Rust frontend path)",
         "wall_s": round(wall, 1),
@@ -185,9 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     venv = reusable_venv(args.version)
-    with tempfile.TemporaryDirectory(prefix="kc-env-") as scratch:
-        request = {"records": _inputs(), "placeholders": {"{SCRATCH}": scratch}}
-        answer = common.run_inside(venv, "env_factors_driver.py", request, stubs=False)
+    request = {"records": _inputs(), "placeholders": {"{SCRATCH}": SCRATCH}}
+    answer = common.run_inside(venv, "env_factors_driver.py", request, stubs=False)
     target = common.GOLDEN_DIR / f"vllm-{args.version}" / FILE
     if target.is_file() and "made_by" not in _load(target)["meta"]:
         report = compare(answer, args.version)
