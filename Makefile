@@ -64,8 +64,9 @@ docs: $(STAMP)  ## regenerate docs/reference.md (every command's help) and the R
 	$(PY) scripts/docs/reference_docs.py
 	PATH=$(VENV)/bin:$$PATH $(PY) scripts/docs/update_readme.py
 
-releases-check: $(STAMP)  ## regenerate every release file from its wheel; must be byte-identical
+releases-check: $(STAMP)  ## regenerate every release file from its wheel; must be byte-identical; every parser vector line
 	$(PY) scripts/release/check.py
+	KERNELCFG_FULL_VECTORS=1 $(PY) -m pytest -q tests/test_serve_parser_golden.py
 
 VERSION ?= 0.34.0
 release: $(STAMP)  ## add vLLM VERSION: its data files from the wheel, its executed MoE vectors, the maintainer's to-do list (OUT=FOLDER: a user data folder)

@@ -1,13 +1,17 @@
 """The environment's part of the compile-cache key (``envs.compile_factors()``), per release.
 
 The vectors (``tests/golden/vllm-X/compile-cache-env.json``, the env parts of the shared
-``compile-cache.json``) were made by vLLM 0.33.0 and 0.34.0 themselves; the older releases
-are checked against their data's shape and vLLM's source as read there.
+``compile-cache.json``) were made by vLLM 0.33.0 and 0.34.0 themselves; the older releases'
+(``compile-cache-env.json.gz``) by executing each release's own ``envs.compile_factors()``
+on the same environments (``scripts/release/execute/env_factors.py``, which reproduces
+real vLLM's 0.33.0 and 0.34.0 records).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+from functools import cache
 from typing import Any
 
 import pytest
@@ -20,15 +24,27 @@ from kernelcfg.vllm.compile_cache.env import EnvInputs, UnknownEnvFactorError
 
 from .conftest import GOLDEN
 
-VECTOR_RELEASES = ("0.33.0", "0.34.0")
+_NAME = "compile-cache-env.json"
+
+
+def _path(version: str) -> Any:
+    """Real vLLM's file as copied (``.json``), or an executed one packed (``.json.gz``)."""
+    plain = GOLDEN / f"vllm-{version}" / _NAME
+    return plain if plain.is_file() else plain.with_name(_NAME + ".gz")
+
+
+VECTOR_RELEASES = tuple(v for v in releases.known_versions() if _path(v).is_file())
+"""The releases kernelcfg knows that have env vectors (real or executed)."""
 PLACEHOLDERS = ("{SCRATCH}", "{SITE_PACKAGES}")
 """Stand-ins the vectors print for the generator's own folders: those hashes were made
 with the real path, so only the factors can be compared."""
 
 
+@cache
 def _vectors(version: str) -> dict[str, Any]:
-    with (GOLDEN / f"vllm-{version}" / "compile-cache-env.json").open(encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
+    path = _path(version)
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    data: dict[str, Any] = json.loads(raw)
     return data
 
 

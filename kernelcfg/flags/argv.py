@@ -225,11 +225,22 @@ def _valued(tokens: list[str], i: int) -> bool:
 @cache
 def context_after_serve(release: Release) -> dict[str, str]:
     """kernelcfg's context options that stay kernelcfg's after ``vllm serve``: those the
-    release's own ``vllm serve`` has no option of the same name for."""
+    release's own ``vllm serve`` does not read as one of its options — no option of the
+    same name, and (but for a flag option, :func:`take_options`) not the start of exactly
+    one of its option strings, which vLLM's parser takes as that option (``--device 1``
+    is ``--device-ids 1`` in vLLM 0.25.0-0.30.0; from 0.31.0 on ``--device-memory-
+    utilization`` makes it ambiguous, refused by vLLM, so kernelcfg's ``--device``)."""
     from kernelcfg.flags.serve_line.parser import options
 
     theirs = options(release).strings
-    return {name: dest for name, dest in CONTEXT_OPTIONS.items() if name not in theirs}
+
+    def vllms(name: str) -> bool:
+        if name in theirs:
+            return True
+        starting = [s for s in theirs if s.startswith(name)]
+        return name not in FLAG_OPTIONS and len(starting) == 1
+
+    return {name: dest for name, dest in CONTEXT_OPTIONS.items() if not vllms(name)}
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

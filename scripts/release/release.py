@@ -19,10 +19,11 @@
    ``tests/golden/vllm-X.Y.Z/executed-moe.json`` (with ``--out``:
    ``FOLDER/executed-moe-X.Y.Z.json``), and compared with kernelcfg's picks on the new
    data (``tests/moe_executed.py``); into kernelcfg's own folder, also its linear,
-   attention and top-k selection and its ``vllm.config.kernel`` (``KernelConfig``, the
+   attention and top-k selection, its ``vllm.config.kernel`` (``KernelConfig``, the
    hash, the platform IR-op defaults: ``cases.json`` / ``platform-cases.json``,
-   ``execute/config.py``) (``execute/all.py``) and the tests that hold kernelcfg to
-   them, for this release;
+   ``execute/config.py``), its ``vllm serve`` parser on real vLLM 0.33.0's parser lines
+   and its ``envs.compile_factors()`` on real vLLM's environments (``execute/all.py``)
+   and the tests that hold kernelcfg to them, for this release;
 5. the to-do list: the vLLM source files that differ from the nearest release's, by
    the data file whose selection code they are (``source_diff.py``), and the executed
    cells kernelcfg disagrees with; the wall time.
@@ -323,9 +324,13 @@ EXECUTED_TESTS = (
     "tests/test_verdicts_executed.py",
     "tests/test_golden_cases.py",
     "tests/test_golden_platform.py",
+    "tests/test_serve_parser_golden.py",
+    "tests/test_compile_env.py",
 )
 """The tests that hold kernelcfg to a release's executed linear / attention / top-k /
-verdict vectors and its KernelConfig / platform-default vectors."""
+verdict vectors, its KernelConfig / platform-default vectors and its ``vllm serve``
+parser / compile-cache env vectors (the parser's every line:
+``KERNELCFG_FULL_VECTORS=1``)."""
 
 
 def _execute_others(run: Run) -> tuple[list[str], int]:
@@ -340,16 +345,18 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
         str(HERE / "execute" / "all.py"),
         run.version,
         "--only",
-        "linear,attention,topk,config",
+        "linear,attention,topk,config,serve_parser,env_factors",
     ]
-    skipped = "not made; no executed linear / attention / top-k / config cells on the to-do list"
+    skipped = (
+        "not made; no executed linear / attention / top-k / config / parser cells on the to-do list"
+    )
     if not run.step(
-        "executed linear/attention/top-k/config (execute/all.py)",
+        "executed linear/attention/top-k/config/serve parser/env (execute/all.py)",
         cmd,
         needed=False,
         skipped=skipped,
     ):
-        return ["Executed linear / attention / top-k / config vectors: not made (see the steps)"], 0
+        return ["Executed vectors but MoE's: not made (see the steps)"], 0
     started = time.monotonic()
     proc = subprocess.run(
         [
@@ -367,6 +374,7 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
         capture_output=True,
         text=True,
         cwd=REPO,
+        env={**os.environ, "KERNELCFG_FULL_VECTORS": "1"},
         check=False,
     )
     failing = [
@@ -375,13 +383,14 @@ def _execute_others(run: Run) -> tuple[list[str], int]:
     outcome = "ok" if not failing else f"{len(failing)} failing"
     run.steps.append(
         (
-            "kernelcfg against the executed linear/attention/top-k/config",
+            "kernelcfg against the executed linear/attention/top-k/config/serve parser/env",
             time.monotonic() - started,
             outcome,
         )
     )
     lines = [
-        f"Executed linear / attention / top-k / verdict / config tests for {run.version}: "
+        f"Executed linear / attention / top-k / verdict / config / parser / env tests for "
+        f"{run.version}: "
         f"{len(failing)} failing"
     ]
     lines += [f"    {name[:200]}" for name in failing]

@@ -5,10 +5,13 @@ vectors where ``../shared/golden/vllm-X.Y.Z/`` has them.
 
 Writes ``tests/golden/vllm-X.Y.Z/executed-{moe,linear,attention,topk}.json`` (a kind
 the release does not have is reported and skipped), ``executed-verdicts.json``
-(``verdicts.py``, from the others) and the KernelConfig vectors ``cases.json`` /
-``platform-cases.json`` (``config.py``; for a release with real vLLM's vectors, the
-generator's output is compared with them instead), and prints each driver's records and
-wall time.
+(``verdicts.py``, from the others), the KernelConfig vectors ``cases.json`` /
+``platform-cases.json`` (``config.py``), ``serve-parser-cases.json.gz``
+(``serve_parser.py``: real vLLM 0.33.0's parser lines judged by the release's own
+``vllm serve`` parser) and ``compile-cache-env.json.gz`` (``env_factors.py``: the
+release's ``envs.compile_factors()`` on real vLLM 0.33.0's and 0.34.0's environments);
+for a release with real vLLM's vectors, each generator's output is compared with them
+instead. It prints each driver's records and wall time.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ import vectors
 
 HERE = common.HERE
 
-DRIVERS = ("moe", "linear", "attention", "topk", "config")
+DRIVERS = ("moe", "linear", "attention", "topk", "config", "serve_parser", "env_factors")
+TARGETED = frozenset({"moe", "linear", "attention", "topk"})
+"""The drivers that take ``--targets`` (the config code and the parser's lines name no
+target)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name in [d for d in args.only.split(",") if d]:
         command = [sys.executable, str(HERE / f"{name}.py"), args.version]
-        if args.targets:
+        if args.targets and name in TARGETED:
             command += ["--targets", args.targets]
         if name == "config" and args.pack:
             command.append("--pack")

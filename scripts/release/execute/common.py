@@ -311,18 +311,28 @@ def _compile_stub(out_dir: Path, soname: str, symbols: dict[str, tuple[str, str]
 
 
 # ---------------------------------------------------------------- running a driver
-def run_inside(venv: Path, driver: str, request: dict[str, Any]) -> dict[str, Any]:
+def run_inside(
+    venv: Path,
+    driver: str,
+    request: dict[str, Any],
+    *,
+    stubs: bool = True,
+    path: tuple[Path, ...] = (),
+) -> dict[str, Any]:
     """Run ``inside/<driver>`` with the venv's Python, the stand-in libraries on the
-    loader path and no GPU visible; ``request`` goes in as JSON on stdin, the answer
-    comes back as JSON on stdout."""
-    libs = stub_libraries(venv)
+    loader path (unless ``stubs`` is false: then vLLM's compiled extensions do not load,
+    as on a machine without CUDA) and no GPU visible; ``path`` is added to the module
+    search path; ``request`` goes in as JSON on stdin, the answer comes back as JSON on
+    stdout."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("VLLM_", "CUDA_", "DG_JIT", "DJ_JIT"))
     }
-    env["LD_LIBRARY_PATH"] = f"{libs}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
-    env["PYTHONPATH"] = str(INSIDE)
+    if stubs:
+        libs = stub_libraries(venv)
+        env["LD_LIBRARY_PATH"] = f"{libs}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
+    env["PYTHONPATH"] = ":".join(str(p) for p in (INSIDE, *path))
     env["VLLM_LOGGING_LEVEL"] = "ERROR"
     env["PATH"] = "/usr/bin:/bin"  # no nvcc, no ninja: the worlds say what is installed
     started = time.monotonic()
