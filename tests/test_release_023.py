@@ -13,6 +13,7 @@ from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS
 from kernelcfg.vllm import releases
 from kernelcfg.vllm.compile_cache import env as compile_env
+from kernelcfg.vllm.compile_cache.start_up import Launch, writes
 
 from .cli_helpers import run
 from .moe_release import MoeRelease
@@ -167,6 +168,25 @@ def test_no_sm120_sparse_mla_backend() -> None:
     assert {"mla": True, "major_in": [12]} in [
         p["when"] for p in newer["platforms"]["cuda"]["priorities"]
     ]
+
+
+# ---------------------------------------------------------------- start-up writes
+def test_start_up_writes_hold() -> None:
+    # platforms/cpu.py:234 VLLM_DISABLE_SHARED_EXPERTS_STREAM=1, :240-241 SD where
+    # torch.cpu._is_amx_tile_supported(); platforms/rocm.py:813 VLLM_USE_TRITON_AWQ=1 for
+    # any quantization method; config/vllm.py:1071-1080 breakable CUDA graphs on for
+    # DeepSeek V4 (the release's list) unless the variable is set
+    cpu = writes(VERSION, {}, Launch("cpu", False, False, {"amx_tile": True}))
+    assert cpu.written == {
+        "VLLM_DISABLE_SHARED_EXPERTS_STREAM": "1",
+        "VLLM_SSM_CONV_STATE_LAYOUT": "SD",
+    }
+    rocm = writes(VERSION, {}, Launch("rocm", quantized=True, breakable_auto=False))
+    assert rocm.written == {"VLLM_USE_TRITON_AWQ": "1"}
+    cuda = writes(VERSION, {}, Launch("cuda", quantized=False, breakable_auto=True))
+    assert cuda.written == {"VLLM_USE_BREAKABLE_CUDAGRAPH": "1"}
+    architectures = _data("vllm")["breakable_cudagraph_architectures"]
+    assert sorted(architectures) == ["DeepSeekV4MTPModel", "DeepseekV4ForCausalLM"]
 
 
 # ---------------------------------------------------------------- catalogue spans
