@@ -115,6 +115,28 @@ def test_no_deepep_v2_for_trtllm_fp8() -> None:
     assert "use_deepep_v2_kernels" in str(newer["parallel_config"])
 
 
+def test_wna16_oracle_has_no_cpu_backend() -> None:
+    # oracle/int_wna16.py:68-84 _get_priority_backends: XPU on XPU, else FLASHINFER_TRTLLM,
+    # MARLIN, BATCHED_MARLIN (0.24.0 returns [CPU] on CPU, :83-84, with CPUExpertsInt4)
+    mine, newer = _data("moe")["oracles"]["wna16"], _data("moe", NEXT)["oracles"]["wna16"]
+    assert [p["when"] for p in mine["priority_by"]] == [{"kind": ["xpu"]}]
+    assert "CPU" not in mine["backend_classes"]
+    assert {"kind": ["cpu"]} in [p["when"] for p in newer["priority_by"]]
+
+
+def test_nvfp4_clamp_is_trtllm_only() -> None:
+    # oracle/nvfp4.py:184-191 NVFP4_BACKENDS_WITH_CLAMP is FLASHINFER_TRTLLM alone (0.24.0
+    # adds FlashInfer CUTLASS and Marlin): a model with a SwiGLU limit (DeepSeek V4) has
+    # no NVFP4 MoE backend on H100
+    old, new = MoeRelease(VERSION), MoeRelease(NEXT)
+    mine = old.pick("nvfp4/modelopt", "deepseek_v4", "TP1", old.where("h100", "all"))
+    theirs = new.pick("nvfp4/modelopt", "deepseek_v4", "TP1", new.where("h100", "all"))
+    assert mine.kernel is None
+    assert theirs.kernel == "MarlinExperts"
+    blackwell = old.pick("nvfp4/modelopt", "deepseek_v4", "TP1", old.where("b200", "all"))
+    assert blackwell.backend == "FLASHINFER_TRTLLM"
+
+
 # ---------------------------------------------------------------- linear
 def test_no_cutedsl_linear_kernels() -> None:
     # __init__.py:376-381 the CUDA MXFP8 list FlashInfer CUTLASS, Marlin, emulation and
