@@ -192,6 +192,15 @@ def test_no_sm120_sparse_mla_backend() -> None:
     ]
 
 
+def test_flashinfer_attention_from_sm75() -> None:
+    # v1/attention/backends/flashinfer.py:407-410 supports_compute_capability SM75 to SM121
+    # (0.24.0 from SM80); triton_attn.py:273-282 no int4_per_token_head KV cache
+    mine, newer = _data("selector")["backends"], _data("selector", NEXT)["backends"]
+    assert mine["FLASHINFER"]["capability"]["min"] == [7, 5]
+    assert newer["FLASHINFER"]["capability"]["min"] == [8, 0]
+    assert "int4_per_token_head" not in mine["TRITON_ATTN"]["kv_cache_dtypes"]
+
+
 # ---------------------------------------------------------------- start-up writes
 def test_start_up_writes_hold() -> None:
     # platforms/cpu.py:234 VLLM_DISABLE_SHARED_EXPERTS_STREAM=1, :240-241 SD where
