@@ -17,7 +17,7 @@ from kernelcfg.vllm.compile_cache.start_up import Launch, writes
 
 from .cli_helpers import run
 from .moe_release import MoeRelease
-from .test_linear_old import kernel
+from .test_linear_old import kernel, release
 
 VERSION = "0.23.0"
 NEXT = "0.24.0"
@@ -162,6 +162,16 @@ def test_deep_gemm_block_fp8_linear_not_on_sm12x() -> None:
     layer = "fp8_block/128x128"
     assert kernel(VERSION, layer, "rtx-pro-6000", "all") == "CutlassFp8BlockScaledMMKernel"
     assert kernel(NEXT, layer, "rtx-pro-6000", "all") == "DeepGemmFp8BlockScaledMMKernel"
+
+
+@pytest.mark.parametrize(("version", "ok"), [(VERSION, True), (NEXT, False)])
+def test_conch_takes_activation_reordering(version: str, ok: bool) -> None:
+    # mixed_precision/conch.py:29-45 can_implement has no g_idx refusal (0.24.0 adds
+    # 'Activation reordering (g_idx) is not supported by ConchLinearKernel')
+    found = release(version)
+    layer = {**found.data["layers"]["int4_w4a16/gptq_sym"], "has_g_idx": True}
+    where = found.where("cuda", "9.0", None, "all", {})
+    assert found._check("ConchLinearKernel", where, layer, "mp", ("can_implement",))[0] is ok
 
 
 def test_linear_errors_at_the_releases_lines() -> None:
