@@ -124,6 +124,30 @@ def test_wna16_oracle_has_no_cpu_backend() -> None:
     assert {"kind": ["cpu"]} in [p["when"] for p in newer["priority_by"]]
 
 
+def test_experts_checks_of_the_wheel() -> None:
+    # activation.py: MoEActivation has no SWIGLUOAI_UNINTERLEAVE; experts/trtllm_bf16_moe.py
+    # SiLU only, gated only (0.24.0 adds RELU2_NO_MUL); flashinfer_cutlass_moe.py and
+    # trtllm_nvfp4_moe.py without GELU_TANH; cutlass_moe.py CutlassExpertsMxfp4 on the SM100
+    # family; deep_gemm_moe.py DeepGemmExperts block FP8 only (0.24.0 adds MXFP8 on SM10x);
+    # xpu_moe.py XPUExpertsWNA16 kInt4Static only; no cpu_moe.CPUExpertsInt4
+    experts, newer = _data("moe")["experts"], _data("moe", NEXT)["experts"]
+    assert "SWIGLUOAI_UNINTERLEAVE" not in str(experts["TritonExperts"]["supports"])
+    assert "SWIGLUOAI_UNINTERLEAVE" in str(newer["TritonExperts"]["supports"])
+    bf16 = experts["TrtLlmBf16Experts"]["supports"]
+    assert bf16["activation"] == {"attr": {"activation": ["SILU"]}}
+    assert bf16["no_act_and_mul"] is False
+    assert newer["TrtLlmBf16Experts"]["supports"]["no_act_and_mul"] is True
+    for name in ("FlashInferExperts", "TrtLlmNvFp4ExpertsModular"):
+        assert "GELU_TANH" not in experts[name]["supports"]["activation"]["attr"]["activation"]
+        assert "GELU_TANH" in newer[name]["supports"]["activation"]["attr"]["activation"]
+    mxfp4 = experts["CutlassExpertsMxfp4"]["supports"]["current_device"]
+    assert mxfp4 == {"kind": ["cuda"], "major_in": [10]}
+    assert "kMxfp8Static" not in str(experts["DeepGemmExperts"]["supports"]["quant_scheme"])
+    assert "kInt4Static32" not in str(experts["XPUExpertsWNA16"]["supports"]["quant_scheme"])
+    assert "cpu_moe.CPUExpertsInt4" not in experts
+    assert "cpu_moe.CPUExpertsInt4" in newer
+
+
 def test_nvfp4_clamp_is_trtllm_only() -> None:
     # oracle/nvfp4.py:184-191 NVFP4_BACKENDS_WITH_CLAMP is FLASHINFER_TRTLLM alone (0.24.0
     # adds FlashInfer CUTLASS and Marlin): a model with a SwiGLU limit (DeepSeek V4) has
