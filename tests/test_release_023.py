@@ -5,6 +5,7 @@ are checked against the selection 0.23.0 itself executed in ``test_*_executed.py
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -68,6 +69,27 @@ def test_deprecated_env_variables_read_as_their_getter() -> None:
     assert entry["default"] is False
     assert compile_env.parse_raw(entry, "1") is True
     assert "VLLM_USE_FLASHINFER_MOE_FP8" not in _data("env", NEXT)["variables"]
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["VLLM_USE_FLASHINFER_MOE_FP8", "VLLM_MXFP4_USE_MARLIN", "VLLM_NVFP4_GEMM_BACKEND"],
+)
+def test_lint_env_says_what_a_deprecated_variable_steers(tmp_path: Path, variable: str) -> None:
+    # oracle/fp8.py:311-358, oracle/mxfp4.py:525-533, kernels/linear/__init__.py:900-911:
+    # 0.23.0 still chooses kernels by them (resolve does not model it, lint-env says so);
+    # 0.24.0 removed them (a removed-variable warning naming the flag)
+    path = tmp_path / "launch.env"
+    path.write_text(f"{variable}=1\n")
+
+    def codes(version: str) -> list[str]:
+        result = run(
+            "lint-env", "--env-file", str(path), "--vllm-version", version, "--format", "json"
+        )
+        return [f["code"] for f in result.json()["findings"]]
+
+    assert codes(VERSION) == ["steers-kernels"]
+    assert codes(NEXT) == ["removed-variable"]
 
 
 # ---------------------------------------------------------------- MoE
