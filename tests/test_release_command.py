@@ -6,6 +6,7 @@ exists."""
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import json
@@ -18,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts" / "release"))
 
+import compile_env  # noqa: E402
 import release  # noqa: E402
 import source_diff  # noqa: E402
 import wheel_source  # noqa: E402
@@ -152,3 +154,16 @@ def test_a_new_minor_starts_from_copies_not_same_as_files(tmp_path: Path) -> Non
     release._hand_read(run)
     assert release._same_as(run) == []
     assert json.loads((staging / "moe-0.28.0.json").read_text())["format"] == 1
+
+
+def test_a_deprecated_env_parser_reads_as_the_getter_it_wraps() -> None:
+    """vLLM 0.23.0's ``deprecated_env(name, removal, replacement, getter)`` (envs.py:349-369)
+    warns when the variable is set and returns the getter's value: compile_env.py reads
+    the variable as the getter, where it had stopped at an unclassified parser."""
+    getter = "lambda: bool(int(os.getenv('VLLM_X', '0')))"
+    wrapped = f"deprecated_env('VLLM_X', 'v0.23', 'Use --moe-backend.', {getter})"
+    tree = ast.parse("")
+    found = compile_env.classify("VLLM_X", ast.parse(wrapped, mode="eval").body, tree)
+    assert found == compile_env.classify("VLLM_X", ast.parse(getter, mode="eval").body, tree)
+    assert found["kind"] == "bool_int"
+    assert found["default"] is False

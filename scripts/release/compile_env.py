@@ -453,6 +453,9 @@ def classify(name: str, value: ast.expr, tree: ast.Module) -> dict[str, Any]:
 
 def _mechanical(name: str, value: ast.expr) -> dict[str, Any]:
     """A parser the classifier reads from its shape."""
+    getter = _deprecated_getter(value)
+    if getter is not None:
+        return _mechanical(name, getter)
     if isinstance(value, ast.Call):
         found = _choices_entry(value)
         if found is not None:
@@ -460,6 +463,20 @@ def _mechanical(name: str, value: ast.expr) -> dict[str, Any]:
     if isinstance(value, ast.Lambda):
         return _lambda_entry(name, value.body)
     raise UnclassifiedError(ast.unparse(value))
+
+
+def _deprecated_getter(value: ast.expr) -> ast.expr | None:
+    """The getter ``deprecated_env(name, removal, replacement, getter)`` wraps (0.23.0's
+    ``vllm/envs.py``): it warns when the variable is set and returns the getter's value
+    unchanged, so the variable reads as its getter does."""
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "deprecated_env"
+        and len(value.args) == 4
+    ):
+        return value.args[3]
+    return None
 
 
 def _literal_set(tree: ast.Module, function: str, target: str) -> list[str]:

@@ -28,6 +28,9 @@ case "$V" in
   0.32.0) PINS=(transformers==5.19.0 huggingface_hub==2.4.0 xgrammar==0.2.8 "oss-harmony>=0.0.11"); HARMONY=oss ;;
   0.31.0) PINS=(transformers==5.17.0 huggingface_hub==1.33.0 httpx==0.28.1 xgrammar==0.2.7 "oss-harmony>=0.0.11"); HARMONY=oss ;;
   0.30.0|0.29.0|0.28.0|0.27.1|0.27.0|0.26.0|0.25.1|0.25.0|0.24.0) PINS=(transformers==5.17.0 huggingface_hub==1.33.0 httpx==0.28.1 xgrammar==0.2.8 openai-harmony==0.0.8); HARMONY=openai ;;
+  # 0.23.0's vllm.config imports gguf (transformers_utils/gguf_utils.py:9), its CLI the
+  # Mistral tool parser's ijson and mistral_common (tool_parsers/mistral_tool_parser.py:14-16)
+  0.23.0) PINS=(transformers==5.17.0 huggingface_hub==1.33.0 httpx==0.28.1 xgrammar==0.2.8 openai-harmony==0.0.8 "gguf>=0.17.0" ijson "mistral_common[image]>=1.11.3"); HARMONY=openai ;;
   *) echo "venv.sh: no pins for vLLM $V; add them here" >&2; exit 2 ;;
 esac
 # oss-harmony and openai-harmony both provide the openai_harmony module

@@ -141,6 +141,10 @@ def _moe_config(model: dict[str, Any], layout: str, value: str, found: dict[str,
         "has_bias": model["expert_bias"],
         "swiglu_limit": model.get("swiglu_limit"),
     }
+    if "intermediate_size" not in fields:
+        # 0.23.0: no intermediate_size field; the layer passes the TP shard
+        # (fused_moe/layer.py:263-264 intermediate_size // tp_size)
+        kwargs["intermediate_size_per_partition"] = model["intermediate"] // parallel.tp_size
     found.setdefault("moe_config_fields_not_set", sorted(fields - set(kwargs)))
     return config.FusedMoEConfig(**{k: v for k, v in kwargs.items() if k in fields})
 
