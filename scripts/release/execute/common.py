@@ -124,12 +124,13 @@ PINS = {
     "0.25.1": OLDER,
     "0.25.0": OLDER,
     "0.24.0": OLDER,
-    "0.23.0": [*OLDER, "gguf>=0.17.0"],
+    "0.23.0": [*OLDER, "gguf>=0.17.0", "ijson", "mistral_common[image]>=1.11.3"],
 }
 """Per release, the packages whose pins differ (inside the wheel's Requires-Dist; a patch
 release's are its ``.0``'s: 0.25.1 and 0.27.1 require what 0.25.0 and 0.27.0 do). 0.23.0's
 ``vllm.config`` imports ``gguf`` (transformers_utils/gguf_utils.py:9), which its wheel
-requires unconditionally."""
+requires unconditionally, and its ``vllm serve`` parser (``serve_parser.py``) the tool
+parsers' ``ijson`` and ``mistral_common``."""
 
 CUDA_LIBS = (
     "libcudart.so",
