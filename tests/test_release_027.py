@@ -1,5 +1,5 @@
-"""vLLM 0.27.0, added by ``make release VERSION=0.27.0``: the release resolves on every
-preset, and what its hand-read files changed from 0.28.0's, each case citing the 0.27.0
+"""vLLM 0.27.0, added by ``make release VERSION=0.27.0``: what its hand-read
+files changed from 0.28.0's, each case citing the 0.27.0
 lines (paths inside the wheel) it rests on. Its MoE picks are checked against the
 selection 0.27.0 itself executed in ``test_moe_executed.py``."""
 
@@ -11,20 +11,12 @@ from kernelcfg.checks.constraints import Context, check
 from kernelcfg.targets.presets import PRESETS
 from kernelcfg.vllm import releases
 
-from .cli_helpers import run
 from .moe_release import MoeRelease
 from .test_attention_old import MODELS, R1, TYPICAL, _outcome, _pick
 from .test_linear_old import changed, kernel, pick
 
 VERSION = "0.27.0"
 NEXT = "0.28.0"
-
-
-@pytest.mark.parametrize("device", sorted(PRESETS))
-def test_resolves_on_every_preset(device: str) -> None:
-    result = run("resolve", "--device", device, "--vllm-version", "0.27", "--format", "json")
-    assert result.exit_code in (0, 1), result.stderr
-    assert result.json()["vllm_version"] == VERSION
 
 
 def test_serve_options_match_the_kernel_config_choices() -> None:
