@@ -4,6 +4,7 @@ everywhere, and a bare ``kernelcfg`` prints its help alone."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import subprocess
 import sys
@@ -165,3 +166,21 @@ def test_explain_prose_fits_80_columns() -> None:
         assert done.exit_code == 0, field
         long = [ln for ln in done.stdout.splitlines() if len(ln) > 80]
         assert [ln for ln in long if not ln.startswith("EXAMPLE: ")] == [], field
+
+
+@pytest.mark.parametrize("columns", [80, 90, 200])
+def test_kernel_config_values_and_sources_stay_whole(columns: int) -> None:
+    """Whatever the width, every value and every word of its source is shown whole:
+    where four columns would split one (``flashinfer_trtllm`` beside the longest field
+    name at 80), the source goes under its value."""
+    args = ["resolve", "--device", "b200", "--moe-backend", "flashinfer_trtllm"]
+    data = run(*args, "--format", "json").json()
+    done = run(*args, "--format", "table", env={"COLUMNS": str(columns)})
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if len(line) > columns] == []
+    table = done.stdout[done.stdout.index("kernel config") : done.stdout.index("\nengine")]
+    words = set(_words(table))
+    for name, value in data["kernel_config"].items():
+        if name != "ir_op_priority":
+            assert json.dumps(value) in words, (name, value)
+    assert {"platform", "default", "-O2", "flag"} <= words

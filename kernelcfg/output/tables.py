@@ -287,29 +287,79 @@ class _Headline:
         yield self.verdict
 
 
-def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
-    """The kernel config, the engine settings and the IR dispatch, one table each."""
-    from rich.table import Table
+class _Fitted:
+    """A table shown whole where it fits the terminal, else its narrow form: the
+    kernel-config table puts each field's source under its value when the four columns
+    would split a value or a word of its source (an 80-column CI log with
+    ``flashinfer_trtllm`` beside ``enable_rocm_segmented_attn_autotune``)."""
 
-    fields = Table(title="kernel config", title_justify="left", expand=False)
-    fields.add_column("field")
-    fields.add_column("value")
-    fields.add_column("from", style="dim")
-    fields.add_column("hashed", justify="center")
-    fold(fields, names=1)
+    def __init__(self, wide: Any, narrow: Any, need: int) -> None:
+        self.wide = wide
+        self.narrow = narrow
+        self.need = need
+        """The columns the wide form takes with no value and no word split."""
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self.wide if self.need <= options.max_width else self.narrow
+
+
+def _kernel_rows(result: Resolution, config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Each kernel-config field (each IR op apart): name, value, source, hashed."""
     sources = all_sources(result)
     ignored = hashing.ignored_factors(result.release, config)
     ir_hashed = "sub-hash" if result.release.hash_scheme == "compute_hash" else "yes"
+    rows = []
     for name, value in config.items():
         if name == "ir_op_priority":
             for op, lst in value.items():
                 key = f"ir_op_priority.{op}"
-                fields.add_row(
-                    plain(key), plain(",".join(lst or [])), plain(sources[key]), ir_hashed
-                )
+                rows.append((key, ",".join(lst or []), sources[key], ir_hashed))
             continue
         hashed = "no" if name in ignored else "yes"
-        fields.add_row(plain(name), plain(json.dumps(value)), plain(sources[name]), hashed)
+        rows.append((name, json.dumps(value), sources[name], hashed))
+    return rows
+
+
+def _unsplit_width(rows: list[tuple[str, str, str, str]], heads: tuple[str, ...]) -> int:
+    """The width a table of ``rows`` takes with no cell split but at the spaces of its
+    third column (a source, "platform default"): widest cells, the longest word there,
+    one space either side of each cell, and the rules between and around them."""
+    columns = list(zip(heads, *rows, strict=False))
+    widths = [max(len(c) for c in column) for column in columns]
+    widths[2] = max(len(word) for c in columns[2] for word in c.split())
+    return sum(widths) + 2 * len(widths) + len(widths) + 1
+
+
+def _kernel_table(rows: list[tuple[str, str, str, str]], *, narrow: bool) -> Any:
+    """The kernel-config table: four columns, or (``narrow``) the source in dim under
+    each value."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="kernel config", title_justify="left", expand=False)
+    table.add_column("field", no_wrap=True)
+    table.add_column("value (from)" if narrow else "value", no_wrap=not narrow)
+    if not narrow:
+        table.add_column("from", style="dim")
+    table.add_column("hashed", justify="center")
+    fold(table, names=1 if narrow else 2)
+    for name, value, source, hashed in rows:
+        if narrow:
+            cell = Text.assemble(plain(value), "\n", plain(source, style="dim"))
+            table.add_row(plain(name), cell, hashed)
+        else:
+            table.add_row(plain(name), plain(value), plain(source), hashed)
+    return table
+
+
+def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
+    """The kernel config, the engine settings and the IR dispatch, one table each."""
+    from rich.table import Table
+
+    sources = all_sources(result)
+    rows = _kernel_rows(result, config)
+    need = _unsplit_width(rows, ("field", "value", "from", "hashed"))
+    fields = _Fitted(_kernel_table(rows, narrow=False), _kernel_table(rows, narrow=True), need)
     other = Table(title="engine", title_justify="left")
     other.add_column("setting")
     other.add_column("value")
