@@ -184,3 +184,18 @@ def test_kernel_config_values_and_sources_stay_whole(columns: int) -> None:
         if name != "ir_op_priority":
             assert json.dumps(value) in words, (name, value)
     assert {"platform", "default", "-O2", "flag"} <= words
+
+
+@pytest.mark.parametrize("device", ["b200", "mi300x", "xeon-spr"])
+@pytest.mark.parametrize("columns", [80, 200])
+def test_backends_reasons_stay_whole(device: str, columns: int) -> None:
+    """Every word of every reason (module paths, ``flashinfer_moe_ep_mega_deep_gemm``)
+    shows whole: where three columns would split one, each value's verdict and reason go
+    on lines of their own."""
+    data = run("backends", "--device", device, "--format", "json").json()
+    done = run("backends", "--device", device, env={"COLUMNS": str(columns)})
+    assert [line for line in done.stdout.splitlines() if len(line) > columns] == []
+    shown = set(_words(done.stdout))
+    for verdict in data["backends"]:
+        for word in verdict["reason"].split():
+            assert word in shown, (verdict["value"], word)

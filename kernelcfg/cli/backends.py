@@ -91,9 +91,11 @@ def backends(
         write_json(data)
         return
     from rich.console import Group
+    from rich.padding import Padding
     from rich.table import Table
+    from rich.text import Text
 
-    from kernelcfg.output.tables import fold, plain
+    from kernelcfg.output.tables import Fitted, fold, plain, unsplit_width
 
     marks = {
         "runs": "runs",
@@ -117,11 +119,16 @@ def backends(
         title += f", --quantization {inputs.quantization} ({' or '.join(ctx.possible)})"
     parts: list[Any] = [plain(title, style="bold")]
     for field_name in dict.fromkeys(v.field for v in verdicts):
-        table = fold(Table("value", "verdict", "reason", title=f"--{field_name.replace('_', '-')}"))
-        for v in verdicts:
-            if v.field == field_name:
-                table.add_row(
-                    plain(v.value), marks[v.status], plain(v.reason), style=styles[v.status]
-                )
-        parts.append(table)
+        title = f"--{field_name.replace('_', '-')}"
+        rows = [v for v in verdicts if v.field == field_name]
+        wide = fold(Table("value", "verdict", "reason", title=title))
+        narrow = fold(Table("value: verdict, then the reason", title=title))
+        for v in rows:
+            style = styles[v.status]
+            wide.add_row(plain(v.value), marks[v.status], plain(v.reason), style=style)
+            head = Text.assemble(plain(v.value), ": ", marks[v.status])
+            narrow.add_row(Group(head, Padding(plain(v.reason), (0, 0, 0, 2))), style=style)
+        cells = [(v.value, marks[v.status], v.reason) for v in rows]
+        need = unsplit_width(cells, ("value", "verdict", "reason"), wrapped=(1, 2))
+        parts.append(Fitted(wide, narrow, need))
     print_rich(Group(*parts))

@@ -9,6 +9,7 @@ on one line with control characters escaped, and cut to a bound.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kernelcfg.base.bounded import cut, one_line
@@ -18,7 +19,16 @@ from kernelcfg.engine.resolution import Resolution
 from kernelcfg.output.render import all_sources, as_data
 from kernelcfg.vllm.kernel_config import hashing
 
-__all__ = ["CELL", "fold", "plain", "summary_row", "summary_table", "table"]
+__all__ = [
+    "CELL",
+    "Fitted",
+    "fold",
+    "plain",
+    "summary_row",
+    "summary_table",
+    "table",
+    "unsplit_width",
+]
 
 CELL = 1000
 """The most characters of one user-derived value a table shows (then a count)."""
@@ -287,7 +297,7 @@ class _Headline:
         yield self.verdict
 
 
-class _Fitted:
+class Fitted:
     """A table shown whole where it fits the terminal, else its narrow form: the
     kernel-config table puts each field's source under its value when the four columns
     would split a value or a word of its source (an 80-column CI log with
@@ -320,14 +330,21 @@ def _kernel_rows(result: Resolution, config: dict[str, Any]) -> list[tuple[str, 
     return rows
 
 
-def _unsplit_width(rows: list[tuple[str, str, str, str]], heads: tuple[str, ...]) -> int:
+def unsplit_width(
+    rows: Sequence[Sequence[str]], heads: Sequence[str], wrapped: Sequence[int] = ()
+) -> int:
     """The width a table of ``rows`` takes with no cell split but at the spaces of its
-    third column (a source, "platform default"): widest cells, the longest word there,
-    one space either side of each cell, and the rules between and around them."""
-    columns = list(zip(heads, *rows, strict=False))
-    widths = [max(len(c) for c in column) for column in columns]
-    widths[2] = max(len(word) for c in columns[2] for word in c.split())
-    return sum(widths) + 2 * len(widths) + len(widths) + 1
+    ``wrapped`` columns (a source, "platform default"; a reason): the widest cell of each
+    other column, the longest word of each wrapped one, one space either side of each
+    cell, and the rules between and around them."""
+    columns = list(zip(heads, *rows, strict=True))
+    widths = [
+        max(len(word) for cell in column for word in cell.split())
+        if place in wrapped
+        else max(len(cell) for cell in column)
+        for place, column in enumerate(columns)
+    ]
+    return sum(widths) + 3 * len(widths) + 1
 
 
 def _kernel_table(rows: list[tuple[str, str, str, str]], *, narrow: bool) -> Any:
@@ -358,8 +375,8 @@ def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
 
     sources = all_sources(result)
     rows = _kernel_rows(result, config)
-    need = _unsplit_width(rows, ("field", "value", "from", "hashed"))
-    fields = _Fitted(_kernel_table(rows, narrow=False), _kernel_table(rows, narrow=True), need)
+    need = unsplit_width(rows, ("field", "value", "from", "hashed"), wrapped=(2,))
+    fields = Fitted(_kernel_table(rows, narrow=False), _kernel_table(rows, narrow=True), need)
     other = Table(title="engine", title_justify="left")
     other.add_column("setting")
     other.add_column("value")
