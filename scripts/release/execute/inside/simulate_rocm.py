@@ -1,0 +1,245 @@
+"""Runs inside a release's throwaway venv (it imports vLLM): the ROCm side of the
+simulation (``simulate.py`` holds the CUDA side and what both share).
+
+- The platform: a subclass of the release's own ``vllm.platforms.rocm.RocmPlatform``
+  answering the target's device name, memory and topology (amdsmi is absent on a CPU
+  host). Its capability is vLLM's own derivation: from ``_GCN_ARCH`` where the release
+  derives it so, else from ``torch.cuda.get_device_capability``, answered here as HIP
+  derives it from the gfx arch (gfx942 -> 9.4, gfx950 -> 9.5, gfx1100 -> 11.0).
+- The gfx facts vLLM computes once at import: ``vllm.platforms.rocm._GCN_ARCH`` is set
+  to the target's arch and every module-level ``_ON_*`` line of that module's source is
+  re-evaluated in it (so ``on_gfx9()``, ``on_mi3xx()``, ``on_gfx950()``, ... answer the
+  target through vLLM's own expressions).
+- The aiter probe: ``vllm._aiter_ops.IS_AITER_FOUND`` (``find_spec("aiter")`` at
+  import) answers whether the world installs aiter, rebound wherever it was imported;
+  ``rocm_aiter_ops.refresh_env_variables()`` re-reads ``VLLM_ROCM_USE_AITER*`` from the
+  world's env. Every other aiter decision (``is_aiter_found_and_supported``,
+  ``rocm_aiter_ops.is_*_enabled``) is vLLM's code, run as is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import sys
+import types
+from typing import Any
+
+import simulate
+
+ROCM_MODULE = "vllm.platforms.rocm"
+AITER_MODULE = "vllm._aiter_ops"
+FACT_LINE = r"^(_ON_[A-Z0-9_]+)\s*=\s*(.+)$"
+"""A module-level gfx fact in ``vllm/platforms/rocm.py`` (``_ON_GFX9 = any(...)``)."""
+STAND_IN = ("aiter", "mori")
+"""ROCm libraries that vLLM's selection code imports where a world installs them: a
+stand-in module (every attribute exists, calls answer yes) in those worlds only."""
+
+
+def capability_of(gfx_arch: str) -> tuple[int, int]:
+    """HIP's ``hipDeviceProp_t.major/minor`` for a gfx arch: ``gfx<M><m><stepping>``
+    with a one-digit major below gfx10, two digits from gfx10 on."""
+    digits = re.match(r"gfx(\d+)", gfx_arch)
+    if digits is None:
+        raise ValueError(f"not a gfx arch: {gfx_arch}")
+    d = digits.group(1)
+    if len(d) == 3 or (len(d) == 2 and gfx_arch[5:6].isalpha()):
+        return int(d[0]), int(d[1])
+    return int(d[:2]), int(d[2])
+
+
+class _AllParameters(dict):  # type: ignore[type-arg]
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+class _AnySignature(inspect.Signature):
+    """A signature that has every parameter asked for (``"gate_mode" in
+    inspect.signature(aiter.fused_moe.fused_moe).parameters``: a current aiter)."""
+
+    @property
+    def parameters(self) -> Any:  # type: ignore[override]
+        return _AllParameters()
+
+
+class _Current(simulate._Anything):
+    """A stand-in object of a current release of the library: attributes exist, calls
+    answer yes, signature probes find the parameter asked for."""
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return _AnySignature()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Current(name, (), {})
+
+
+class _CurrentModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Current(name, (), {})
+
+
+class _Finder(simulate._StandInFinder):
+    def create_module(self, spec: Any) -> Any:
+        module = _CurrentModule(spec.name)
+        module.__path__ = []
+        return module
+
+
+_CURRENT: dict[str, str] = {"gfx_arch": "gfx942", "device_name": "AMD Instinct MI300X"}
+
+
+def _stand_in_torch() -> None:
+    """CPU torch answering as ROCm torch does for the current target: the device
+    properties' ``gcnArchName`` (the import-time fallback of ``_get_gcn_arch``) and
+    ``torch.cuda.get_device_capability`` (older releases' capability)."""
+    import torch
+
+    def properties(device: Any = None) -> Any:
+        major, minor = capability_of(_CURRENT["gfx_arch"])
+        return types.SimpleNamespace(
+            name=_CURRENT["device_name"],
+            gcnArchName=_CURRENT["gfx_arch"],
+            major=major,
+            minor=minor,
+            multi_processor_count=304,
+            total_memory=192 * 1024**3,
+            L2_cache_size=4 * 1024**2,
+        )
+
+    torch.cuda.get_device_properties = properties
+    torch.cuda.get_device_capability = lambda device=None: capability_of(_CURRENT["gfx_arch"])
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device_count = lambda: 8
+
+
+def import_rocm(gfx_arch: str, device_name: str) -> Any:
+    """Import ``vllm.platforms.rocm`` as a ROCm host with the first target would."""
+    _CURRENT.update(gfx_arch=gfx_arch, device_name=device_name)
+    _stand_in_torch()
+    from vllm.platforms import interface
+
+    class ImportingRocm(interface.Platform):  # type: ignore[misc]
+        """What ``current_platform`` is while vLLM's ROCm module itself imports (its
+        import chain asks the platform, e.g. ``PIN_MEMORY``): a ROCm platform."""
+
+        _enum = interface.PlatformEnum.ROCM
+        device_name = "rocm"
+        device_type = "cuda"
+        dispatch_key = "CUDA"
+
+        @classmethod
+        def is_pin_memory_available(cls) -> bool:
+            return True
+
+    simulate.PROXY.set_target(ImportingRocm())
+    return importlib.import_module(ROCM_MODULE)
+
+
+class RocmFacts:
+    """The import-time gfx facts and the aiter probe, recomputed per target and world."""
+
+    def __init__(self) -> None:
+        self.rocm = importlib.import_module(ROCM_MODULE)
+        source = inspect.getsource(self.rocm)
+        self.lines = re.findall(FACT_LINE, source, flags=re.M)
+        try:
+            self.aiter: Any = importlib.import_module(AITER_MODULE)
+        except Exception:  # a release without aiter ops
+            self.aiter = None
+        self.arch = ""
+        self.finder = _Finder(frozenset())
+        sys.meta_path.insert(0, self.finder)
+
+    def set_target(self, gfx_arch: str, device_name: str) -> None:
+        _CURRENT.update(gfx_arch=gfx_arch, device_name=device_name)
+        self.arch = gfx_arch
+        namespace = vars(self.rocm)
+        if "_GCN_ARCH" in namespace:
+            namespace["_GCN_ARCH"] = gfx_arch
+        for name, expression in self.lines:
+            namespace[name] = eval(expression, namespace)  # vLLM's own expression
+        self._rebind_elsewhere([name for name, _ in self.lines])
+
+    def set_world(self, libs: frozenset[str]) -> None:
+        served = frozenset(n for n in STAND_IN if simulate.LIBRARY_MODULES[n] in libs)
+        for name in list(sys.modules):
+            if name.split(".", maxsplit=1)[0] in STAND_IN and name.split(".")[0] not in served:
+                del sys.modules[name]
+        self.finder.names = served
+        if self.aiter is None:
+            return
+        if hasattr(self.aiter, "IS_AITER_FOUND"):
+            self.aiter.IS_AITER_FOUND = "aiter" in libs
+            self._rebind_elsewhere(["IS_AITER_FOUND"], source=self.aiter)
+        ops = getattr(self.aiter, "rocm_aiter_ops", None)
+        if ops is not None and hasattr(ops, "refresh_env_variables"):
+            ops.refresh_env_variables()
+
+    def _rebind_elsewhere(self, names: list[str], source: Any = None) -> None:
+        source = source or self.rocm
+        for module in list(sys.modules.values()):
+            mod_name = getattr(module, "__name__", "") or ""
+            if module is source or not mod_name.startswith("vllm"):
+                continue
+            if not isinstance(module, types.ModuleType):
+                continue
+            for name in names:
+                if name in vars(module):
+                    setattr(module, name, getattr(source, name))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "gcn_arch": f"{ROCM_MODULE}._GCN_ARCH set to the target's gfx arch",
+            "recomputed": [f"{n} = {e}" for n, e in self.lines],
+            "aiter_probe": f"{AITER_MODULE}.IS_AITER_FOUND = 'aiter' in the world"
+            if self.aiter is not None and hasattr(self.aiter, "IS_AITER_FOUND")
+            else "absent",
+            "aiter_env": "rocm_aiter_ops.refresh_env_variables() after the world's env",
+            "stand_in_modules": f"{', '.join(STAND_IN)} importable as stand-ins of a current "
+            "release (every attribute exists, calls answer yes, signature probes such as "
+            "aiter.fused_moe's gate_mode find their parameter) in the worlds that install "
+            "them",
+        }
+
+
+def rocm_target(name: str, gfx_arch: str, device_name: str) -> Any:
+    """A subclass of vLLM's ROCm platform answering one AMD GPU's device queries."""
+    rocm = importlib.import_module(ROCM_MODULE)
+
+    def get_device_name(cls: Any, device_id: int = 0) -> str:
+        return device_name
+
+    def get_device_total_memory(cls: Any, device_id: int = 0) -> int:
+        return 192 * 1024**3
+
+    def is_fully_connected(cls: Any, ids: Any) -> bool:
+        return True
+
+    def device_count(cls: Any) -> int:
+        return 8
+
+    attrs = {
+        "get_device_name": classmethod(get_device_name),
+        "get_device_total_memory": classmethod(get_device_total_memory),
+        "is_fully_connected": classmethod(is_fully_connected),
+        "device_count": classmethod(device_count),
+        "_kernelcfg_gfx_arch": gfx_arch,
+    }
+    cls = type(f"Simulated_{name.replace('-', '_')}", (rocm.RocmPlatform,), attrs)
+    return cls()
+
+
+def make_target(name: str, spec: dict[str, Any], facts: RocmFacts | None) -> Any:
+    """The target object for a CUDA or ROCm spec (``kind`` says which); a ROCm target
+    also sets the gfx facts."""
+    if spec.get("kind", "cuda") == "rocm":
+        assert facts is not None
+        facts.set_target(spec["gfx_arch"], spec["device_name"])
+        return rocm_target(name, spec["gfx_arch"], spec["device_name"])
+    return simulate.cuda_target(name, spec["capability"], spec["device_name"])
