@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import simulate
+import simulate_rocm
 
 SELECTOR = "vllm.v1.attention.selector"
 REGISTRY = "vllm.v1.attention.backends.registry"
@@ -163,9 +164,14 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         request["stand_in_packages"], request.get("placeholders", [])
     )
     torch_cuda = simulate.stand_in_torch_cuda()
-    importlib.import_module("vllm.platforms.cuda")
     first = next(iter(request["targets"].items()))
-    simulate.PROXY.set_target(simulate.cuda_target(first[0], **first[1]))
+    facts = None
+    if first[1].get("kind") == "rocm":
+        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
+        facts = simulate_rocm.RocmFacts()
+    else:
+        importlib.import_module("vllm.platforms.cuda")
+    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
     importlib.import_module(SELECTOR)
     enum = importlib.import_module(REGISTRY).AttentionBackendEnum
     from vllm.config import set_current_vllm_config
@@ -183,10 +189,13 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     constants: simulate.ImportTimeConstants | None = None
     records = []
     for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate.cuda_target(target, **spec))
+        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
         for world, wspec in request["worlds"].items():
             libs = frozenset(wspec["libraries"])
             worlds.enter(libs, wspec.get("env", {}))
+            if facts is not None:
+                facts.set_world(libs)
+                simulate.clear_caches()
             found["submodules"] = simulate.stand_in_submodules(libs)
             if constants is None:
                 constants = simulate.ImportTimeConstants()
@@ -199,6 +208,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                     explicit = [_explicit(enum, v, config, heads) for v in values]
                 records.append([target, feature["id"], world, auto, explicit])
     found["probes"] = worlds.describe()
+    if facts is not None:
+        found["rocm_facts"] = facts.describe()
     found["import_time_constants"] = constants.describe() if constants else []
     return {"found": found, "records": records}
 

@@ -65,7 +65,9 @@ class _AnySignature(inspect.Signature):
 
 class _Current(simulate._Anything):
     """A stand-in object of a current release of the library: attributes exist, calls
-    answer yes, signature probes find the parameter asked for."""
+    answer yes (its own probes of another library, ``is_<lib>_available`` / ``has_<lib>``,
+    answer whether the world installs that one), signature probes find the parameter
+    asked for."""
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -76,6 +78,20 @@ class _Current(simulate._Anything):
             raise AttributeError(name)
         return _Current(name, (), {})
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # the library's own probe of another library (aiter's is_flydsl_available):
+        # whether the world installs that one
+        name = self.__name__  # type: ignore[attr-defined]
+        if name.startswith(("is_", "has_")):
+            library = simulate._library_of_probe(name)
+            if library is not None:
+                return library in _WORLD_LIBS
+        return True
+
+
+_WORLD_LIBS: set[str] = set()
+"""The libraries the world being simulated installs."""
+
 
 class _CurrentModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
@@ -84,10 +100,29 @@ class _CurrentModule(types.ModuleType):
         return _Current(name, (), {})
 
 
+AITER_FILES = ("configs/model_configs/minimax_m3_mxfp8_tuned_fmoe.csv",)
+"""Files a current aiter ships that vLLM looks for beside ``aiter.__file__`` (0.25.0-0.30.0's
+``is_aiter_mxfp8_moe_available``: the tuned config of ROCm/aiter#3811)."""
+
+
+def _aiter_folder() -> str:
+    import os
+    import tempfile
+
+    root = os.path.join(tempfile.gettempdir(), f"kernelcfg-aiter-stand-in-{os.getpid()}")
+    for name in AITER_FILES:
+        path = os.path.join(root, "aiter", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    return os.path.join(root, "aiter")
+
+
 class _Finder(simulate._StandInFinder):
     def create_module(self, spec: Any) -> Any:
         module = _CurrentModule(spec.name)
         module.__path__ = []
+        if spec.name == "aiter":
+            module.__file__ = f"{_aiter_folder()}/__init__.py"
         return module
 
 
@@ -172,6 +207,8 @@ class RocmFacts:
             if name.split(".", maxsplit=1)[0] in STAND_IN and name.split(".")[0] not in served:
                 del sys.modules[name]
         self.finder.names = served
+        _WORLD_LIBS.clear()
+        _WORLD_LIBS.update(libs)
         if self.aiter is None:
             return
         if hasattr(self.aiter, "IS_AITER_FOUND"):
@@ -202,9 +239,11 @@ class RocmFacts:
             else "absent",
             "aiter_env": "rocm_aiter_ops.refresh_env_variables() after the world's env",
             "stand_in_modules": f"{', '.join(STAND_IN)} importable as stand-ins of a current "
-            "release (every attribute exists, calls answer yes, signature probes such as "
-            "aiter.fused_moe's gate_mode find their parameter) in the worlds that install "
-            "them",
+            "release (every attribute exists, calls answer yes but their probes of other "
+            "libraries, e.g. aiter's is_flydsl_available, answer the world; signature "
+            "probes such as aiter.fused_moe's gate_mode find their parameter) in the worlds "
+            "that install them; aiter's __file__ is a folder holding the files vLLM looks "
+            "for there: " + ", ".join(AITER_FILES),
         }
 
 
