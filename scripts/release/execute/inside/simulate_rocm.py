@@ -89,6 +89,18 @@ class _Current(simulate._Anything):
         return True
 
 
+def _rocm_ops(installed: bool) -> None:
+    """The ROCm build's compiled ops (``vllm/_rocm_C``, the ``rocm_ops`` library of the
+    worlds): ``torch.ops._rocm_C`` has every op where installed (vLLM probes them with
+    ``hasattr(torch.ops._rocm_C, name)``), none elsewhere."""
+    import torch
+
+    if installed:
+        torch.ops._rocm_C = _CurrentModule("_rocm_C")  # type: ignore[attr-defined]
+    elif "_rocm_C" in vars(torch.ops):
+        delattr(torch.ops, "_rocm_C")
+
+
 _WORLD_LIBS: set[str] = set()
 """The libraries the world being simulated installs."""
 
@@ -153,10 +165,31 @@ def _stand_in_torch() -> None:
     torch.cuda.device_count = lambda: 8
 
 
+TRITON_ON_HIP: list[str] = []
+"""What ``_triton_on_hip`` did (for ``meta``)."""
+
+
+def _triton_on_hip() -> None:
+    """Triton as on a ROCm host: its HIP driver is the one active driver (on a CPU host
+    none is, so ``vllm.triton_utils`` would put placeholders in Triton's place and
+    modules that use ``tl.bfloat16`` at import would fail), before vLLM checks it."""
+    try:
+        from triton.backends import backends
+    except Exception as exc:  # no Triton in the venv
+        TRITON_ON_HIP.append(f"triton not importable: {type(exc).__name__}")
+        return
+    for name, backend in backends.items():
+        if backend.driver is not None:
+            active = name == "amd"
+            backend.driver.is_active = staticmethod(lambda active=active: active)
+            TRITON_ON_HIP.append(f"triton.backends['{name}'].driver.is_active -> {active}")
+
+
 def import_rocm(gfx_arch: str, device_name: str) -> Any:
     """Import ``vllm.platforms.rocm`` as a ROCm host with the first target would."""
     _CURRENT.update(gfx_arch=gfx_arch, device_name=device_name)
     _stand_in_torch()
+    _triton_on_hip()
     from vllm.platforms import interface
 
     class ImportingRocm(interface.Platform):  # type: ignore[misc]
@@ -209,6 +242,7 @@ class RocmFacts:
         self.finder.names = served
         _WORLD_LIBS.clear()
         _WORLD_LIBS.update(libs)
+        _rocm_ops("rocm_ops" in libs)
         if self.aiter is None:
             return
         if hasattr(self.aiter, "IS_AITER_FOUND"):
@@ -238,6 +272,9 @@ class RocmFacts:
             if self.aiter is not None and hasattr(self.aiter, "IS_AITER_FOUND")
             else "absent",
             "aiter_env": "rocm_aiter_ops.refresh_env_variables() after the world's env",
+            "triton": TRITON_ON_HIP,
+            "rocm_ops": "torch.ops._rocm_C has every op in the worlds installing rocm_ops "
+            "(the ROCm build's compiled ops), none elsewhere",
             "stand_in_modules": f"{', '.join(STAND_IN)} importable as stand-ins of a current "
             "release (every attribute exists, calls answer yes but their probes of other "
             "libraries, e.g. aiter's is_flydsl_available, answer the world; signature "
