@@ -11,6 +11,7 @@ status and kernel."""
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import pytest
@@ -53,8 +54,39 @@ FP8 block GEMM): data inside aiter that the executor's stand-in library does not
 are left out; kernelcfg reads a shape as not tuned there."""
 
 
+AITER_TUNED = "tuned"
+"""A trial where vLLM refused an AITER kernel after looking the shape up in aiter's own
+tuned-GEMM CSV tables (0.27.1-0.30.0's ``is_shuffled_per_token_w8a8_gemm_tuned`` /
+``is_per_token_w8a8_gemm_tuned`` read ``AITER_CONFIGS``' files): the executor's stand-in
+aiter has no tables, so its answer says nothing about a real aiter; kernelcfg reads the
+shape as tuned there. Such cells are left out."""
+
+
 def _aiter_table_gap(outcome: dict[str, Any]) -> bool:
-    return (outcome.get("error") or "").startswith(AITER_TABLES)
+    if (outcome.get("error") or "").startswith(AITER_TABLES):
+        return True
+    return any(
+        name.startswith("Aiter")
+        and verdict == "rejected"
+        and AITER_TUNED in (reason or "")
+        and "N: " in (reason or "")
+        for name, verdict, reason in outcome.get("trials") or ()
+    )
+
+
+def _same_trials(mine: list[list[Any]], theirs: list[list[Any]]) -> bool:
+    """Trials equal, where kernelcfg's reason may name the layer's weight shape as
+    ``{n}`` / ``{k}`` (a layer kind fixes no shape; vLLM prints the one it was given)."""
+    if len(mine) != len(theirs):
+        return False
+    for (name, verdict, reason), (v_name, v_verdict, v_reason) in zip(mine, theirs, strict=True):
+        if (name, verdict) != (v_name, v_verdict):
+            return False
+        if reason != v_reason:
+            pattern = re.escape(reason or "").replace(r"\{n\}", r"\d+").replace(r"\{k\}", r"\d+")
+            if not re.fullmatch(pattern, v_reason or ""):
+                return False
+    return True
 
 
 def _cells(version: str, explicit: bool) -> list[tuple[str, str, str, str, dict[str, Any]]]:
@@ -120,7 +152,8 @@ def test_kernelcfg_walks_what_vllm_executed_on_auto(version: str) -> None:
         if (got.status, got.kernel) != (outcome["status"], outcome.get("kernel")):
             wrong.append((target, layer, world, got.kernel, outcome.get("kernel")))
         elif got.status == "selected" and (
-            list(got.candidates) != outcome["candidates"] or trials != outcome["trials"]
+            list(got.candidates) != outcome["candidates"]
+            or not _same_trials(trials, outcome["trials"])
         ):
             wrong.append((target, layer, world, "walk", got.trials))
     assert len(cells) > 1100  # 0.26.0 hands four of the 23 layer kinds to Quark (_own_path)
