@@ -29,6 +29,9 @@ from vectors import sha256
 
 WORLDS = ("pip", "image", "all")
 """The install worlds run (``minimal`` changes no attention check on CUDA)."""
+ROCM_WORLDS = ("pip", "image")
+"""On ROCm, real vLLM's (wheel, docker): the optional CUDA libraries of ``all`` (FlashInfer,
+...) are no ROCm install."""
 
 QWEN3 = {
     "model_type": "qwen3",
@@ -87,7 +90,8 @@ MLA, DeepSeek-V3.2 sparse MLA): ``config.json`` fields kernelcfg reads."""
 STAND_IN_PACKAGES = ["flashinfer", "tokenspeed_mla"]
 """Packages ``pip install vllm`` brings on CUDA that the backend modules import at load
 (their kernels stay off unless the world's probes say otherwise): importable stand-ins
-(every attribute present) where the venv lacks them."""
+(every attribute present) where the venv lacks them. Not on ROCm, whose install does not
+bring them (there vLLM reads FlashInfer's backend as an ``ImportError``)."""
 
 PLACEHOLDERS = ["vllm.vllm_flash_attn.cute"]
 """vLLM's FA4 CuTe-DSL package imports nvidia-cutlass-dsl / quack / cuda-python kernels
@@ -211,7 +215,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
             "targets": {t: moe.ALL_TARGETS[t] for t in answer["targets"]},
         },
         "worlds": {w: moe.WORLDS[w] for w in WORLDS},
-        "rocm_worlds": {w: moe.ROCM_WORLDS[w] for w in WORLDS},
+        "rocm_worlds": {w: moe.ROCM_WORLDS[w] for w in ROCM_WORLDS},
         "probes": found["probes"],
         "submodules": found.get("submodules", []),
         "torch_cuda": found.get("torch_cuda", []),
@@ -252,12 +256,13 @@ def main(argv: list[str] | None = None) -> int:
         part = [t for t in targets if t in kind]
         if not part:
             continue
-        worlds = moe.ROCM_WORLDS if kind is moe.ROCM_TARGETS else moe.WORLDS
+        rocm = kind is moe.ROCM_TARGETS
+        worlds = moe.ROCM_WORLDS if rocm else moe.WORLDS
         request = {
             "targets": {t: kind[t] for t in part},
-            "worlds": {w: worlds[w] for w in WORLDS},
+            "worlds": {w: worlds[w] for w in (ROCM_WORLDS if rocm else WORLDS)},
             "features": feats,
-            "stand_in_packages": STAND_IN_PACKAGES,
+            "stand_in_packages": [] if kind is moe.ROCM_TARGETS else STAND_IN_PACKAGES,
             "placeholders": PLACEHOLDERS,
         }
         got = common.run_inside(venv, "attention_driver.py", request)

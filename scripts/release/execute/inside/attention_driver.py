@@ -77,8 +77,16 @@ def _candidates(config: Any, num_heads: int | None) -> list[list[Any]] | None:
     valid, invalid = platform.get_valid_backends(
         device_capability=capability, attn_selector_config=config, num_heads=num_heads
     )
-    rows = [(c.priority, c.backend.name, "ok", []) for c in valid]
-    rows += [(p, b.name, "rejected", list(r)) for b, (p, r) in invalid.items()]
+    rows: list[tuple[int, str, str, list[str]]] = []
+    for c in valid:  # CUDA: candidates with .backend/.priority; ROCm: (backend, priority)
+        backend, priority = (c.backend, c.priority) if hasattr(c, "backend") else c
+        rows.append((priority, backend.name, "ok", []))
+    # ROCm's refusals carry no priority: they were found in priority order, in the
+    # positions the valid ones leave free
+    free = iter(sorted(set(range(len(valid) + len(invalid))) - {r[0] for r in rows}))
+    for b, found in invalid.items():
+        priority, reasons = found if isinstance(found, tuple) else (next(free), found)
+        rows.append((priority, b.name, "rejected", list(reasons)))
     return [[name, verdict, reasons] for _, name, verdict, reasons in sorted(rows)]
 
 
