@@ -92,6 +92,9 @@ def test_rocm_targets_are_executed(version: str) -> None:
     rocm = {t for t, spec in targets.items() if spec.get("kind") == "rocm"}
     assert rocm == {"mi300x", "mi325x", "mi355x", "rx-7900-xtx"}
     assert rocm <= set(data["auto"]["index"])
+    # real vLLM's two ROCm installs: the wheel, and the ROCm image with aiter
+    assert set(data["meta"]["rocm_worlds"]) == {"pip", "image"}
+    assert "aiter" in data["meta"]["rocm_worlds"]["image"]["libraries"]
     assert data["meta"]["platform"]["rocm_facts"]["recomputed"], "the gfx facts recomputed"
 
 

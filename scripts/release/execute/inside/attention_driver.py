@@ -176,7 +176,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     facts = None
     if first[1].get("kind") == "rocm":
         simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
-        facts = simulate_rocm.RocmFacts()
+        facts = simulate_rocm.RocmFacts(hide_importers=True)
     else:
         importlib.import_module("vllm.platforms.cuda")
     simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))

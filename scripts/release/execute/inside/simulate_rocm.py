@@ -212,7 +212,10 @@ def import_rocm(gfx_arch: str, device_name: str) -> Any:
 class RocmFacts:
     """The import-time gfx facts and the aiter probe, recomputed per target and world."""
 
-    def __init__(self) -> None:
+    def __init__(self, hide_importers: bool = False) -> None:
+        """``hide_importers``: see ``_hide_importers`` (the attention driver, whose
+        backend classes are imported by name per world)."""
+        self.hide_importers = hide_importers
         self.rocm = importlib.import_module(ROCM_MODULE)
         source = inspect.getsource(self.rocm)
         self.lines = re.findall(FACT_LINE, source, flags=re.M)
@@ -240,6 +243,8 @@ class RocmFacts:
             if name.split(".", maxsplit=1)[0] in STAND_IN and name.split(".")[0] not in served:
                 del sys.modules[name]
         self.finder.names = served
+        if self.hide_importers:
+            self._hide_importers("aiter" in served)
         _WORLD_LIBS.clear()
         _WORLD_LIBS.update(libs)
         _rocm_ops("rocm_ops" in libs)
@@ -251,6 +256,25 @@ class RocmFacts:
         ops = getattr(self.aiter, "rocm_aiter_ops", None)
         if ops is not None and hasattr(ops, "refresh_env_variables"):
             ops.refresh_env_variables()
+
+    def _hide_importers(self, aiter: bool) -> None:
+        """Where the world lacks aiter, the loaded vLLM modules that import it at module
+        level, unguarded (0.29.0-0.31.0's ``rocm_aiter_fa``: ``from aiter...`` under
+        ``if current_platform.is_rocm():``), cannot be imported, as on such a host:
+        their ``sys.modules`` entry is ``None`` (an import raises ``ImportError``) until
+        a world installs aiter again. A module loaded in an earlier world would
+        otherwise stay importable."""
+        hidden = vars(self).setdefault("hidden", {})
+        if aiter:
+            sys.modules.update(hidden)
+            hidden.clear()
+            return
+        for name, module in list(sys.modules.items()):
+            if module is None or not name.startswith("vllm") or name in hidden:
+                continue
+            if _imports_aiter_at_load(module):
+                hidden[name] = module
+                sys.modules[name] = None  # type: ignore[assignment]
 
     def _rebind_elsewhere(self, names: list[str], source: Any = None) -> None:
         source = source or self.rocm
@@ -273,6 +297,9 @@ class RocmFacts:
             else "absent",
             "aiter_env": "rocm_aiter_ops.refresh_env_variables() after the world's env",
             "triton": TRITON_ON_HIP,
+            "aiter_importers": "where a world lacks aiter, the loaded vLLM modules that "
+            "import it at load, unguarded, are not importable (sys.modules entry None): "
+            + ", ".join(sorted(n for n, found in _IMPORTERS.items() if found)),
             "rocm_ops": "torch.ops._rocm_C has every op in the worlds installing rocm_ops "
             "(the ROCm build's compiled ops), none elsewhere",
             "stand_in_modules": f"{', '.join(STAND_IN)} importable as stand-ins of a current "
@@ -282,6 +309,36 @@ class RocmFacts:
             "that install them; aiter's __file__ is a folder holding the files vLLM looks "
             "for there: " + ", ".join(AITER_FILES),
         }
+
+
+_IMPORTERS: dict[str, bool] = {}
+
+
+def _imports_aiter_at_load(module: Any) -> bool:
+    """Whether the module's own code imports aiter when it loads: an ``import aiter`` /
+    ``from aiter... import`` among its top-level statements or under a top-level ``if``
+    (never in a ``try``, a function or a class)."""
+    import ast
+
+    name = getattr(module, "__name__", "")
+    if name not in _IMPORTERS:
+        found = False
+        try:
+            tree = ast.parse(inspect.getsource(module))
+        except Exception:
+            tree = None
+        stack = list(tree.body) if tree is not None else []
+        while stack and not found:
+            node = stack.pop()
+            if isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    stack.extend(node.body + node.orelse)
+            elif isinstance(node, ast.Import):
+                found = any(a.name.split(".")[0] == "aiter" for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                found = (node.module or "").split(".")[0] == "aiter"
+        _IMPORTERS[name] = found
+    return _IMPORTERS[name]
 
 
 def rocm_target(name: str, gfx_arch: str, device_name: str) -> Any:
