@@ -39,6 +39,11 @@ def load(path: Path) -> dict[str, Any]:
 
 Cell = tuple[str, str, str, str, str, dict[str, Any]]
 
+STATUS = {"config_error": "error"}
+"""The executor's ``config_error`` (vLLM's ``FusedMoEConfig`` or the layout refused the
+layer before any selection, e.g. MoRI EPv1 without AITER fused MoE on ROCm) is a failed
+model load, kernelcfg's ``error``."""
+
 
 def cells(data: dict[str, Any], every: int) -> list[Cell]:
     """The ``auto`` cells (target, variant, model, layout, world, outcome), one in
@@ -65,8 +70,12 @@ def _where(
     data: dict[str, Any], found: oracle.MoeModel, target: str, world: str
 ) -> kernel_words.Where:
     spec = data["meta"]["platform"]["targets"][target]
-    env = dict(data["meta"]["worlds"][world].get("env", {}))
-    where = kernel_words.where(found.data, "cuda", spec["capability"], None, world, env)
+    kind = spec.get("kind", "cuda")
+    worlds = data["meta"]["rocm_worlds"] if kind == "rocm" else data["meta"]["worlds"]
+    env = dict(worlds[world].get("env", {}))
+    where = kernel_words.where(
+        found.data, kind, spec.get("capability"), spec.get("gfx_arch"), world, env
+    )
     return dataclasses.replace(where, device_name=spec["device_name"])
 
 
@@ -122,7 +131,8 @@ def compare(data: dict[str, Any], every: int) -> Agreement:
         pick = found.pick(variant, layer, where)
         backend = f"{pick.enum}.{pick.backend}" if pick.backend else None
         got = [pick.status, backend, pick.kernel]
-        want = [outcome["status"], outcome.get("backend"), outcome.get("experts")]
+        status = STATUS.get(outcome["status"], outcome["status"])
+        want = [status, outcome.get("backend"), outcome.get("experts")]
         result.compared += 1
         if got != want:
             cell = f"{target}|{variant}|{model}|{layout}|{world}"

@@ -1,12 +1,14 @@
 """``--attention-backend`` against the vectors the project executed itself: each
-release's own ``CudaPlatform.get_attn_backend_cls`` / ``get_valid_backends`` and each
-backend's ``validate_configuration``, run on simulated CUDA targets by
+release's own ``CudaPlatform`` / ``RocmPlatform.get_attn_backend_cls`` /
+``get_valid_backends`` and each backend's ``validate_configuration``, run on simulated
+CUDA and ROCm targets by
 ``scripts/release/execute/attention.py`` (``golden/vllm-X.Y.Z/executed-attention.json``;
 its ``meta`` says what was simulated).
 
 Every ``auto`` cell (target x install x model feature set): the pick, and the candidates
 passed over with vLLM's reasons; a fixed sample of the explicit cells: kernelcfg refuses
-a CUDA backend in an install exactly where vLLM raises, and honours it where vLLM does."""
+a backend of the target's platform in an install exactly where vLLM raises, and honours
+it where vLLM does."""
 
 from __future__ import annotations
 
@@ -66,7 +68,9 @@ def _select(
     model: Selector | None = None,
 ) -> Selection:
     model = model or _selector(version)
-    env = load(version, "attention")["meta"]["worlds"][world].get("env", {})
+    meta = load(version, "attention")["meta"]
+    worlds = meta["rocm_worlds"] if _target(version, target).kind == "rocm" else meta["worlds"]
+    env = worlds[world].get("env", {})
     where = platform_of(model, _target(version, target), world, env)
     return model.select(backend, _features(version, feature), where)
 
@@ -78,6 +82,20 @@ def test_meta_says_what_was_simulated(version: str) -> None:
     assert set(meta["worlds"]) == {"pip", "image", "all"}
     assert len(meta["features"]) == 60
     assert meta["probes"]["replaced"], "the library probes replaced are listed"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_rocm_targets_are_executed(version: str) -> None:
+    # every ROCm preset kernelcfg knows, with vLLM's own RocmPlatform selecting
+    data = load(version, "attention")
+    targets = data["meta"]["platform"]["targets"]
+    rocm = {t for t, spec in targets.items() if spec.get("kind") == "rocm"}
+    assert rocm == {"mi300x", "mi325x", "mi355x", "rx-7900-xtx"}
+    assert rocm <= set(data["auto"]["index"])
+    # real vLLM's two ROCm installs: the wheel, and the ROCm image with aiter
+    assert set(data["meta"]["rocm_worlds"]) == {"pip", "image"}
+    assert "aiter" in data["meta"]["rocm_worlds"]["image"]["libraries"]
+    assert data["meta"]["platform"]["rocm_facts"]["recomputed"], "the gfx facts recomputed"
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -109,7 +127,8 @@ def test_kernelcfg_refuses_where_vllm_raised(version: str) -> None:
                     key = f"{target}|{feature}|{world}|{backend}"
                     if hashlib.sha256(key.encode()).digest()[0] % SAMPLE:
                         continue
-                    if model.backends.get(backend, {}).get("platform", "cuda") != "cuda":
+                    home = model.backends.get(backend, {}).get("platform")
+                    if home not in (None, _target(version, target).kind):
                         continue  # another platform's backend: fails later, not here
                     outcome = explicit["outcomes"][number]
                     mine = _select(version, target, feature, backend, world)

@@ -1,5 +1,5 @@
 """``--moe-backend auto`` against the vectors the project executed itself: each
-release's own ``select_*_moe_backend`` run on simulated CUDA targets by
+release's own ``select_*_moe_backend`` run on simulated CUDA and ROCm targets by
 ``scripts/release/execute/moe.py`` (``golden/vllm-X.Y.Z/executed-moe.json``; its
 ``meta`` says what was simulated). A fixed sample of the ``auto`` cells; status,
 backend enum and experts class (``tests/moe_executed.py`` compares).
@@ -44,6 +44,22 @@ def test_meta_says_what_was_simulated(version: str) -> None:
     assert set(meta["worlds"]) == {"minimal", "pip", "image", "all"}
     assert meta["probes"]["replaced"], "the library probes replaced are listed"
     assert "CudaPlatformBase" in meta["platform"]["class"]
+    rocm = [t for t, spec in meta["platform"]["targets"].items() if spec.get("kind") == "rocm"]
+    if rocm:
+        assert "RocmPlatform" in meta["platform"]["rocm_class"]
+        assert set(meta["rocm_worlds"]) == set(meta["worlds"])
+        assert meta["platform"]["rocm_facts"]["recomputed"], "the gfx facts recomputed"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_rocm_targets_are_executed(version: str) -> None:
+    # every ROCm preset kernelcfg knows is a target of the executed vectors, and its
+    # cells are compared (the sample holds some of each)
+    data = _data(version)
+    targets = data["meta"]["platform"]["targets"]
+    assert {"mi300x", "mi325x", "mi355x", "rx-7900-xtx"} <= set(targets)
+    sampled = {cell[0] for cell in moe_executed.cells(data, SAMPLE)}
+    assert {t for t, s in targets.items() if s.get("kind") == "rocm"} <= sampled
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -183,9 +183,9 @@ KINDS = {
 """kind -> (our file, real vLLM's file, cell reader, headline fields, counted fields)."""
 
 
-def report(version: str, kind: str, examples: int) -> dict[str, Any]:
+def report(version: str, kind: str, examples: int, path: Path | None = None) -> dict[str, Any]:
     ours_name, theirs_name, cells, fields, extra = KINDS[kind]
-    ours = common.GOLDEN_DIR / f"vllm-{version}" / ours_name
+    ours = path or common.GOLDEN_DIR / f"vllm-{version}" / ours_name
     theirs = common.REPO.parent / "shared" / "golden" / f"vllm-{version}" / theirs_name
     mine = load_vectors(ours)
     assert mine is not None, ours
@@ -206,11 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("version")
     parser.add_argument("--kind", choices=sorted(KINDS), action="append")
     parser.add_argument("--examples", type=int, default=12)
+    parser.add_argument("--ours", type=Path, help="our vectors (with one --kind)")
     args = parser.parse_args(argv)
     for kind in args.kind or sorted(KINDS):
-        ours = common.GOLDEN_DIR / f"vllm-{args.version}" / KINDS[kind][0]
+        ours = args.ours or common.GOLDEN_DIR / f"vllm-{args.version}" / KINDS[kind][0]
         if load_vectors(ours) is not None:
-            report(args.version, kind, args.examples)
+            report(args.version, kind, args.examples, ours)
     return 0
 
 

@@ -29,6 +29,9 @@ from vectors import sha256
 
 WORLDS = ("pip", "image", "all")
 """The install worlds run (``minimal`` changes no attention check on CUDA)."""
+ROCM_WORLDS = ("pip", "image")
+"""On ROCm, real vLLM's (wheel, docker): the optional CUDA libraries of ``all`` (FlashInfer,
+...) are no ROCm install."""
 
 QWEN3 = {
     "model_type": "qwen3",
@@ -87,7 +90,8 @@ MLA, DeepSeek-V3.2 sparse MLA): ``config.json`` fields kernelcfg reads."""
 STAND_IN_PACKAGES = ["flashinfer", "tokenspeed_mla"]
 """Packages ``pip install vllm`` brings on CUDA that the backend modules import at load
 (their kernels stay off unless the world's probes say otherwise): importable stand-ins
-(every attribute present) where the venv lacks them."""
+(every attribute present) where the venv lacks them. Not on ROCm, whose install does not
+bring them (there vLLM reads FlashInfer's backend as an ``ImportError``)."""
 
 PLACEHOLDERS = ["vllm.vllm_flash_attn.cute"]
 """vLLM's FA4 CuTe-DSL package imports nvidia-cutlass-dsl / quack / cuda-python kernels
@@ -203,9 +207,15 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         "platform": {
             "how": "as executed-moe.json: vllm.platforms._current_platform replaced by a "
             "proxy forwarding to a subclass of vLLM's CudaPlatformBase per target",
-            "targets": {t: moe.TARGETS[t] for t in answer["targets"]},
+            "rocm_class": "as executed-moe.json: a subclass of vLLM's RocmPlatform per "
+            "ROCm target (its own get_attn_backend_cls / get_valid_backends), the gfx facts "
+            "vLLM computes at import recomputed per target; torch.cuda's device properties "
+            "answer the target's gfx arch as gcnArchName",
+            "rocm_facts": found.get("rocm_facts"),
+            "targets": {t: moe.ALL_TARGETS[t] for t in answer["targets"]},
         },
         "worlds": {w: moe.WORLDS[w] for w in WORLDS},
+        "rocm_worlds": {w: moe.ROCM_WORLDS[w] for w in ROCM_WORLDS},
         "probes": found["probes"],
         "submodules": found.get("submodules", []),
         "torch_cuda": found.get("torch_cuda", []),
@@ -227,7 +237,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         "backends": found["backends"],
         "features": answer["features"],
         "not_run": {
-            "ROCm, CPU, XPU targets": "only CUDA targets are simulated so far",
+            "CPU, XPU targets": "only CUDA and ROCm targets are simulated so far",
             "model-specific overrides": "Gemma4 / DeepSeek-V4 / MiniMax-M3 model code",
         },
         "wall_s": round(wall, 1),
@@ -235,20 +245,31 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common.driver_arguments(__doc__, moe.TARGETS, argv)
+    args = common.driver_arguments(__doc__, moe.ALL_TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     extras = ensure_extras(args.version, venv)
     targets = args.targets
     feats = features()
-    request = {
-        "targets": {t: moe.TARGETS[t] for t in targets},
-        "worlds": {w: moe.WORLDS[w] for w in WORLDS},
-        "features": feats,
-        "stand_in_packages": STAND_IN_PACKAGES,
-        "placeholders": PLACEHOLDERS,
-    }
-    answer = common.run_inside(venv, "attention_driver.py", request)
+    answer: dict[str, Any] = {"records": [], "found": {}}
+    for kind in (moe.TARGETS, moe.ROCM_TARGETS):  # each kind in its own process
+        part = [t for t in targets if t in kind]
+        if not part:
+            continue
+        rocm = kind is moe.ROCM_TARGETS
+        worlds = moe.ROCM_WORLDS if rocm else moe.WORLDS
+        request = {
+            "targets": {t: kind[t] for t in part},
+            "worlds": {w: worlds[w] for w in (ROCM_WORLDS if rocm else WORLDS)},
+            "features": feats,
+            "stand_in_packages": [] if kind is moe.ROCM_TARGETS else STAND_IN_PACKAGES,
+            "placeholders": PLACEHOLDERS,
+        }
+        got = common.run_inside(venv, "attention_driver.py", request)
+        answer["records"] += got["records"]
+        answer["found"] = {**got["found"], **answer["found"]}
+        if kind is moe.ROCM_TARGETS:
+            answer["found"]["rocm_facts"] = got["found"].get("rocm_facts")
     answer.update(targets=targets, extras=extras, features=feats)
     data = {
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),

@@ -122,11 +122,16 @@ ENV_WORLDS = {
 """The env switches the linear choosers read, each set on the ``image`` world."""
 
 
-def worlds() -> dict[str, dict[str, Any]]:
-    """``moe.py``'s install worlds, and the env-switch worlds built on ``image``."""
-    source: dict[str, Any] = moe.WORLDS
+ROCM_ENV_WORLDS = {"image+VLLM_ROCM_USE_AITER=1": {"VLLM_ROCM_USE_AITER": "1"}}
+"""On ROCm: the image with AITER switched on (the image leaves it off)."""
+
+
+def worlds(rocm: bool = False) -> dict[str, dict[str, Any]]:
+    """``moe.py``'s install worlds (CUDA's, or ROCm's), and the env-switch worlds built
+    on ``image``."""
+    source: dict[str, Any] = moe.ROCM_WORLDS if rocm else moe.WORLDS
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in source.items()}
-    for name, env in ENV_WORLDS.items():
+    for name, env in (ROCM_ENV_WORLDS if rocm else ENV_WORLDS).items():
         out[name] = {"libraries": out["image"]["libraries"], "env": env}
     return out
 
@@ -155,12 +160,16 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         "platform": {
             "how": "as executed-moe.json: vllm.platforms._current_platform replaced by a "
             "proxy forwarding to a subclass of vLLM's CudaPlatformBase per target",
-            "targets": {t: moe.TARGETS[t] for t in answer["targets"]},
+            "rocm_class": "as executed-moe.json: a subclass of vLLM's RocmPlatform per "
+            "ROCm target, the gfx facts vLLM computes at import recomputed per target",
+            "rocm_facts": answer["found"].get("rocm_facts"),
+            "targets": {t: moe.ALL_TARGETS[t] for t in answer["targets"]},
         },
         "compiled_queries": "the wheel's own extensions against gcc-compiled stand-in CUDA "
         "libraries (scripts/release/execute/common.py stub_libraries); the CUDA version "
         "queries answer the wheel's CUDA major release",
         "worlds": worlds(),
+        "rocm_worlds": worlds(rocm=True),
         "explicit_worlds": EXPLICIT_WORLDS,
         "probes": answer["found"]["probes"],
         "submodules": "stand-in modules (every attribute present) for the libraries a world "
@@ -181,7 +190,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         "linear_backend_values": answer["found"]["linear_backend_values"],
         "backend_kernels": answer["found"].get("backend_kernels", {}),
         "not_run": {
-            "ROCm, CPU, XPU targets": "only CUDA targets are simulated so far",
+            "CPU, XPU targets": "only CUDA and ROCm targets are simulated so far",
             "linear_backend_per_quant": "per-scheme overrides not varied",
         },
         "wall_s": round(wall, 1),
@@ -189,18 +198,27 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common.driver_arguments(__doc__, moe.TARGETS, argv)
+    args = common.driver_arguments(__doc__, moe.ALL_TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     extras = ensure_extras(args.version, venv)
     targets = args.targets
-    request = {
-        "targets": {t: moe.TARGETS[t] for t in targets},
-        "worlds": worlds(),
-        "explicit_worlds": EXPLICIT_WORLDS,
-        "layers": LAYERS,
-    }
-    answer = common.run_inside(venv, "linear_driver.py", request)
+    answer: dict[str, Any] = {"records": [], "found": {}}
+    for kind in (moe.TARGETS, moe.ROCM_TARGETS):  # each kind in its own process
+        part = [t for t in targets if t in kind]
+        if not part:
+            continue
+        request = {
+            "targets": {t: kind[t] for t in part},
+            "worlds": worlds(rocm=kind is moe.ROCM_TARGETS),
+            "explicit_worlds": EXPLICIT_WORLDS,
+            "layers": LAYERS,
+        }
+        got = common.run_inside(venv, "linear_driver.py", request)
+        answer["records"] += got["records"]
+        answer["found"] = {**got["found"], **answer["found"]}
+        if kind is moe.ROCM_TARGETS:
+            answer["found"]["rocm_facts"] = got["found"].get("rocm_facts")
     answer["targets"] = targets
     answer["extras"] = extras
     data = {

@@ -42,7 +42,15 @@ TARGETS = {
 }
 """CUDA targets: what each GPU reports (capability, name)."""
 
-WORLDS = {
+ROCM_TARGETS = {
+    "mi300x": {"kind": "rocm", "gfx_arch": "gfx942", "device_name": "AMD Instinct MI300X"},
+    "mi325x": {"kind": "rocm", "gfx_arch": "gfx942", "device_name": "AMD Instinct MI325X"},
+    "mi355x": {"kind": "rocm", "gfx_arch": "gfx950", "device_name": "AMD Instinct MI355X"},
+    "rx-7900-xtx": {"kind": "rocm", "gfx_arch": "gfx1100", "device_name": "AMD Radeon RX 7900 XTX"},
+}
+"""ROCm targets: the gfx arch and name each AMD GPU reports (``inside/simulate_rocm.py``)."""
+
+WORLDS: dict[str, dict[str, Any]] = {
     "minimal": {"libraries": []},
     "pip": {"libraries": ["cutlass_dsl", "deep_gemm", "humming", "tilelang", "triton_kernels"]},
     "image": {
@@ -87,6 +95,21 @@ WORLDS = {
 """kernelcfg's installs on CUDA (``installs.cuda`` of kernelcfg/vllm/releases/moe-0.34.0.json):
 nothing optional; ``pip install vllm``; the official image (with a CUDA toolkit, nvcc);
 every optional library and the env vars that enable them."""
+
+ROCM_WORLDS: dict[str, dict[str, Any]] = {
+    "minimal": {"libraries": []},
+    "pip": {"libraries": ["triton_kernels"]},
+    "image": {"libraries": ["aiter", "rocm_ops", "triton_kernels"]},
+    "all": {
+        "libraries": list(WORLDS["all"]["libraries"]),
+        "env": {"VLLM_ROCM_USE_AITER": "1", "VLLM_USE_FLASHINFER_MOE_INT4": "1"},
+    },
+}
+"""The installs on ROCm, as real vLLM's vectors name them (``meta.worlds`` of
+auto-picks.json: bare / wheel / docker / full): nothing optional; ``pip install vllm``
+(vendored triton_kernels); the ROCm image (aiter installed, ``VLLM_ROCM_USE_AITER`` off
+as the image leaves it); every optional library with ``VLLM_ROCM_USE_AITER=1``."""
+
 
 _QWEN3_MOE = {
     "num_experts": 128,
@@ -165,6 +188,19 @@ LAYOUTS = [
     "DP8+EP/flashinfer_nvlink_one_sided",
     "DP8+EP/flashinfer_nvlink_two_sided",
 ]
+ROCM_LAYOUTS = [
+    "TP1",
+    "TP8",
+    "DP8",
+    "TP8+EP",
+    "DP8+EP/allgather_reducescatter",
+    "DP8+EP/deepep_high_throughput",
+    "DP8+EP/deepep_low_latency",
+    "DP8+EP/mori_high_throughput",
+    "DP8+EP/mori_low_latency",
+]
+"""The layouts on ROCm (real vLLM's ``parallel_layouts.per_kind.rocm`` less
+``DP8+EP/mori``, see ``NOT_RUN``)."""
 EXPLICIT_LAYOUTS = ["TP1", "DP8+EP/allgather_reducescatter"]
 """Where every ``--moe-backend`` value is tried (expert parallel off and on; the
 first model of each variant); elsewhere only ``auto``."""
@@ -306,16 +342,24 @@ NOT_RUN = {
     "mxfp4/inc": "inline choice in the method (oracle only on XPU)",
     "int4_w4a16/*": "select_wna16_moe_backend needs a quant-config object (not built yet)",
     "w4a8_int8/compressed_tensors": "CPU only",
-    "ROCm, CPU, XPU targets": "only CUDA targets are simulated so far",
+    "CPU, XPU targets": "only CUDA and ROCm targets are simulated so far",
+    "DP8+EP/mori (ROCm, 0.34.0+)": "vLLM picks MoRI EPv1 or EPv2 in "
+    "config/parallel.py:_resolve_mori_ep_v2 from the checkpoint's quantisation metadata "
+    "and the host layout (not built)",
 }
 
 
+ALL_TARGETS = {**TARGETS, **ROCM_TARGETS}
+"""Every target, CUDA then ROCm (each kind runs in its own driver process)."""
+
+
 def _request(targets: list[str]) -> dict[str, Any]:
+    rocm = any(t in ROCM_TARGETS for t in targets)
     return {
-        "targets": {t: TARGETS[t] for t in targets},
-        "worlds": WORLDS,
+        "targets": {t: ALL_TARGETS[t] for t in targets},
+        "worlds": ROCM_WORLDS if rocm else WORLDS,
         "models": MODELS,
-        "layouts": LAYOUTS,
+        "layouts": ROCM_LAYOUTS if rocm else LAYOUTS,
         "explicit_layouts": EXPLICIT_LAYOUTS,
         "variants": VARIANTS,
     }
@@ -356,12 +400,18 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
             "class": "a subclass of vLLM's vllm.platforms.cuda.CudaPlatformBase whose "
             "get_device_capability / get_device_name / get_device_total_memory / "
             "is_fully_connected / device_count answer the target's",
-            "targets": {t: TARGETS[t] for t in answer["targets"]},
+            "rocm_class": "a subclass of vLLM's vllm.platforms.rocm.RocmPlatform whose "
+            "get_device_name / get_device_total_memory / is_fully_connected / device_count "
+            "answer the target's; capability is vLLM's own (from _GCN_ARCH, or torch's "
+            "answered as HIP derives it from the gfx arch)",
+            "rocm_facts": answer["found"].get("rocm_facts"),
+            "targets": {t: ALL_TARGETS[t] for t in answer["targets"]},
         },
         "compiled_queries": "the wheel's own _C_stable_libtorch / _moe_C extensions, loaded "
         "against gcc-compiled stand-in libcuda / libcudart / libtorch_cuda whose functions "
         "return 0 (scripts/release/execute/common.py stub_libraries)",
         "worlds": WORLDS,
+        "rocm_worlds": ROCM_WORLDS,
         "probes": answer["found"]["probes"],
         "caches": "every functools cache of every loaded vllm module cleared between "
         "targets and worlds; os.environ's VLLM_* replaced by the world's env",
@@ -375,6 +425,7 @@ def _meta(version: str, venv: Path, answer: dict[str, Any], wall: float) -> dict
         + ", ".join(answer["found"].get("moe_config_fields_not_set", [])),
         "models": MODELS,
         "layouts": LAYOUTS,
+        "rocm_layouts": ROCM_LAYOUTS,
         "explicit_layouts": EXPLICIT_LAYOUTS,
         "variants": VARIANTS,
         "not_run": NOT_RUN,
@@ -394,12 +445,21 @@ def _sha256(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common.driver_arguments(__doc__, TARGETS, argv)
+    args = common.driver_arguments(__doc__, ALL_TARGETS, argv)
     started = time.monotonic()
     venv = common.ensure_venv(args.version)
     ensure_extras(args.version, venv)  # Humming's Python, so the Humming backends import
     targets = args.targets
-    answer = common.run_inside(venv, "moe_driver.py", _request(targets))
+    answer: dict[str, Any] = {"records": [], "found": {}}
+    for kind in (TARGETS, ROCM_TARGETS):
+        part = [t for t in targets if t in kind]
+        if part:
+            got = common.run_inside(venv, "moe_driver.py", _request(part))
+            answer["records"] += got["records"]
+            answer["found"] = {**got["found"], **answer["found"]}
+            if kind is ROCM_TARGETS:
+                answer["found"]["rocm_facts"] = got["found"].get("rocm_facts")
+                answer["found"]["rocm_probes"] = got["found"]["probes"]
     answer["targets"] = targets
     data = {
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import simulate
+import simulate_rocm
 
 SELECTOR = "vllm.v1.attention.selector"
 REGISTRY = "vllm.v1.attention.backends.registry"
@@ -76,8 +77,16 @@ def _candidates(config: Any, num_heads: int | None) -> list[list[Any]] | None:
     valid, invalid = platform.get_valid_backends(
         device_capability=capability, attn_selector_config=config, num_heads=num_heads
     )
-    rows = [(c.priority, c.backend.name, "ok", []) for c in valid]
-    rows += [(p, b.name, "rejected", list(r)) for b, (p, r) in invalid.items()]
+    rows: list[tuple[int, str, str, list[str]]] = []
+    for c in valid:  # CUDA: candidates with .backend/.priority; ROCm: (backend, priority)
+        backend, priority = (c.backend, c.priority) if hasattr(c, "backend") else c
+        rows.append((priority, backend.name, "ok", []))
+    # ROCm's refusals carry no priority: they were found in priority order, in the
+    # positions the valid ones leave free
+    free = iter(sorted(set(range(len(valid) + len(invalid))) - {r[0] for r in rows}))
+    for b, found in invalid.items():
+        priority, reasons = found if isinstance(found, tuple) else (next(free), found)
+        rows.append((priority, b.name, "rejected", list(reasons)))
     return [[name, verdict, reasons] for _, name, verdict, reasons in sorted(rows)]
 
 
@@ -163,9 +172,14 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         request["stand_in_packages"], request.get("placeholders", [])
     )
     torch_cuda = simulate.stand_in_torch_cuda()
-    importlib.import_module("vllm.platforms.cuda")
     first = next(iter(request["targets"].items()))
-    simulate.PROXY.set_target(simulate.cuda_target(first[0], **first[1]))
+    facts = None
+    if first[1].get("kind") == "rocm":
+        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
+        facts = simulate_rocm.RocmFacts(hide_importers=True)
+    else:
+        importlib.import_module("vllm.platforms.cuda")
+    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
     importlib.import_module(SELECTOR)
     enum = importlib.import_module(REGISTRY).AttentionBackendEnum
     from vllm.config import set_current_vllm_config
@@ -183,10 +197,13 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     constants: simulate.ImportTimeConstants | None = None
     records = []
     for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate.cuda_target(target, **spec))
+        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
         for world, wspec in request["worlds"].items():
             libs = frozenset(wspec["libraries"])
             worlds.enter(libs, wspec.get("env", {}))
+            if facts is not None:
+                facts.set_world(libs)
+                simulate.clear_caches()
             found["submodules"] = simulate.stand_in_submodules(libs)
             if constants is None:
                 constants = simulate.ImportTimeConstants()
@@ -199,6 +216,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                     explicit = [_explicit(enum, v, config, heads) for v in values]
                 records.append([target, feature["id"], world, auto, explicit])
     found["probes"] = worlds.describe()
+    if facts is not None:
+        found["rocm_facts"] = facts.describe()
     found["import_time_constants"] = constants.describe() if constants else []
     return {"found": found, "records": records}
 

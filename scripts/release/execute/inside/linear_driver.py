@@ -27,6 +27,7 @@ import typing
 from typing import Any
 
 import simulate
+import simulate_rocm
 
 LINEAR = "vllm.model_executor.kernels.linear"
 FORMATS = {
@@ -319,9 +320,14 @@ def _configs(values: list[str]) -> dict[str, Any]:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     simulate.install_proxy()
-    importlib.import_module("vllm.platforms.cuda")
     first = next(iter(request["targets"].items()))
-    simulate.PROXY.set_target(simulate.cuda_target(first[0], **first[1]))
+    facts = None
+    if first[1].get("kind") == "rocm":
+        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
+        facts = simulate_rocm.RocmFacts()
+    else:
+        importlib.import_module("vllm.platforms.cuda")
+    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
     module = importlib.import_module(LINEAR)
     found: dict[str, Any] = {
         "choosers": sorted(
@@ -344,10 +350,13 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     found["import_time_constants"] = constants.describe()
     records = []
     for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate.cuda_target(target, **spec))
+        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
         for world, wspec in request["worlds"].items():
             libs = frozenset(wspec["libraries"])
             worlds.enter(libs, wspec.get("env", {}))
+            if facts is not None:
+                facts.set_world(libs)
+                simulate.clear_caches()
             found["submodules"] = simulate.stand_in_submodules(libs)
             constants.refresh()
             explicit = world in request["explicit_worlds"]
@@ -361,6 +370,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                             out = _outcome(module, log, layer, value)
                         records.append([target, lname, world, value, out])
     found["probes"] = worlds.describe()
+    if facts is not None:
+        found["rocm_facts"] = facts.describe()
     return {"found": found, "records": records}
 
 

@@ -17,6 +17,7 @@ import typing
 from typing import Any
 
 import simulate
+import simulate_rocm
 
 ORACLE_PACKAGE = "vllm.model_executor.layers.fused_moe.oracle"
 CONFIG_MODULE = "vllm.model_executor.layers.fused_moe.config"
@@ -204,9 +205,14 @@ def _values() -> list[str]:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     simulate.install_proxy()
-    importlib.import_module("vllm.platforms.cuda")
     first = next(iter(request["targets"].items()))
-    simulate.PROXY.set_target(simulate.cuda_target(first[0], **first[1]))
+    facts = None
+    if first[1].get("kind") == "rocm":
+        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
+        facts = simulate_rocm.RocmFacts()
+    else:
+        importlib.import_module("vllm.platforms.cuda")
+    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
     found: dict[str, Any] = {"import_failures": _import_all(ORACLE_PACKAGE)}
     found["import_failures"] += (
         _import_all("vllm.model_executor.layers.fused_moe.experts")
@@ -225,9 +231,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     )
     records = []
     for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate.cuda_target(target, **spec))
+        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
         for world, wspec in request["worlds"].items():
             worlds.enter(frozenset(wspec["libraries"]), wspec.get("env", {}))
+            if facts is not None:
+                facts.set_world(frozenset(wspec["libraries"]))
+                simulate.clear_caches()
             for vname, variant in request["variants"].items():
                 if f"{variant['module']}.{variant['function']}" not in found["oracles"]:
                     records.append(
@@ -264,6 +273,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                                     [target, vname, model_name, layout, world, value, out]
                                 )
     found["probes"] = worlds.describe()
+    if facts is not None:
+        found["rocm_facts"] = facts.describe()
     return {"found": found, "records": records}
 
 
