@@ -41,3 +41,25 @@ def load(version: str, kind: str) -> dict[str, Any]:
     with opener(path, "rt", encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
+
+
+ROCM_NOT_EXECUTED = {
+    "0.23.0": "its vectors were made before the executor simulated ROCm targets; run on "
+    "ROCm, 0.23.0's MoE cells show 972 kernelcfg has not matched yet (the DP8+EP MoRI "
+    "layouts, where vLLM takes the Triton experts) and its attention cells more: ROCm "
+    "for 0.23.0 is the next release round's to-do list",
+}
+"""Releases whose executed vectors hold no ROCm target yet, and why."""
+
+
+def rocm_params(versions: tuple[str, ...]) -> list[object]:
+    """``versions`` as test parameters, those in :data:`ROCM_NOT_EXECUTED` expected to
+    fail (strictly: once their ROCm cells are executed the mark must go)."""
+    import pytest
+
+    return [
+        pytest.param(v, marks=pytest.mark.xfail(strict=True, reason=ROCM_NOT_EXECUTED[v]))
+        if v in ROCM_NOT_EXECUTED
+        else v
+        for v in versions
+    ]

@@ -22,7 +22,7 @@ from kernelcfg.vllm.kernels.attention.facts import Features, Selection
 from kernelcfg.vllm.kernels.attention.features import features, platform_of
 from kernelcfg.vllm.kernels.attention.selector import Selector, selector
 
-from .executed import load, releases
+from .executed import load, releases, rocm_params
 
 RELEASES = releases("attention")
 """The releases whose attention selection was executed."""
@@ -84,7 +84,7 @@ def test_meta_says_what_was_simulated(version: str) -> None:
     assert meta["probes"]["replaced"], "the library probes replaced are listed"
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("version", rocm_params(RELEASES))
 def test_rocm_targets_are_executed(version: str) -> None:
     # every ROCm preset kernelcfg knows, with vLLM's own RocmPlatform selecting
     data = load(version, "attention")

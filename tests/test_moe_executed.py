@@ -17,6 +17,7 @@ import pytest
 
 from kernelcfg.vllm import releases
 from tests import moe_executed
+from tests.executed import rocm_params
 
 pytestmark = pytest.mark.golden
 
@@ -51,7 +52,7 @@ def test_meta_says_what_was_simulated(version: str) -> None:
         assert meta["platform"]["rocm_facts"]["recomputed"], "the gfx facts recomputed"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", rocm_params(VERSIONS))
 def test_rocm_targets_are_executed(version: str) -> None:
     # every ROCm preset kernelcfg knows is a target of the executed vectors, and its
     # cells are compared (the sample holds some of each)

@@ -124,13 +124,17 @@ PINS = {
     "0.25.1": OLDER,
     "0.25.0": OLDER,
     "0.24.0": OLDER,
-    "0.23.0": [*OLDER, "gguf>=0.17.0", "ijson", "mistral_common[image]>=1.11.3"],
+    "0.23.0": [*OLDER, "gguf>=0.17.0"],
 }
 """Per release, the packages whose pins differ (inside the wheel's Requires-Dist; a patch
 release's are its ``.0``'s: 0.25.1 and 0.27.1 require what 0.25.0 and 0.27.0 do). 0.23.0's
 ``vllm.config`` imports ``gguf`` (transformers_utils/gguf_utils.py:9), which its wheel
-requires unconditionally, and its ``vllm serve`` parser (``serve_parser.py``) the tool
-parsers' ``ijson`` and ``mistral_common``."""
+requires unconditionally."""
+
+UNCONSTRAINED = {"0.23.0": ["ijson", "mistral_common[image]>=1.11.3"]}
+"""Per release, packages installed after the pinned ones and outside the shared
+constraints (which they conflict with): 0.23.0's ``vllm serve`` parser
+(``serve_parser.py``) imports its tool parsers' ``ijson`` and ``mistral_common``."""
 
 CUDA_LIBS = (
     "libcudart.so",
@@ -179,7 +183,8 @@ def ensure_venv(version: str) -> Path:
     marker = venv / ".kernelcfg-complete"
     if version not in PINS:
         raise SystemExit(f"no pins for vLLM {version}: add them to PINS in {__file__}")
-    stamp = "\n".join([version, TORCH_PIN, *COMMON, *PINS[version]]) + "\n"
+    extra = UNCONSTRAINED.get(version, [])
+    stamp = "\n".join([version, TORCH_PIN, *COMMON, *PINS[version], *extra]) + "\n"
     if marker.is_file() and marker.read_text(encoding="utf-8") == stamp:
         return venv
     if not (venv / "bin" / "python").is_file():
@@ -187,6 +192,8 @@ def ensure_venv(version: str) -> Path:
     _pip(venv, TORCH_PIN)
     constraints = REPO / "scripts" / "release" / "serve_parser" / "constraints-common.txt"
     _pip(venv, "-c", str(constraints), *COMMON, *PINS[version])
+    if extra:
+        _pip(venv, *extra)
     _pip(venv, "--no-deps", "--force-reinstall", str(wheel(version)))
     marker.write_text(stamp, encoding="utf-8")
     return venv
