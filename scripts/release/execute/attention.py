@@ -251,25 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     extras = ensure_extras(args.version, venv)
     targets = args.targets
     feats = features()
-    answer: dict[str, Any] = {"records": [], "found": {}}
-    for kind in (moe.TARGETS, moe.ROCM_TARGETS):  # each kind in its own process
-        part = [t for t in targets if t in kind]
-        if not part:
-            continue
-        rocm = kind is moe.ROCM_TARGETS
+
+    def request(part: dict[str, Any], rocm: bool) -> dict[str, Any]:
         worlds = moe.ROCM_WORLDS if rocm else moe.WORLDS
-        request = {
-            "targets": {t: kind[t] for t in part},
+        return {
+            "targets": part,
             "worlds": {w: worlds[w] for w in (ROCM_WORLDS if rocm else WORLDS)},
             "features": feats,
-            "stand_in_packages": [] if kind is moe.ROCM_TARGETS else STAND_IN_PACKAGES,
+            "stand_in_packages": [] if rocm else STAND_IN_PACKAGES,
             "placeholders": PLACEHOLDERS,
         }
-        got = common.run_inside(venv, "attention_driver.py", request)
-        answer["records"] += got["records"]
-        answer["found"] = {**got["found"], **answer["found"]}
-        if kind is moe.ROCM_TARGETS:
-            answer["found"]["rocm_facts"] = got["found"].get("rocm_facts")
+
+    answer = moe.run_per_kind(venv, "attention_driver.py", targets, request)
     answer.update(targets=targets, extras=extras, features=feats)
     data = {
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),

@@ -203,22 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     venv = common.ensure_venv(args.version)
     extras = ensure_extras(args.version, venv)
     targets = args.targets
-    answer: dict[str, Any] = {"records": [], "found": {}}
-    for kind in (moe.TARGETS, moe.ROCM_TARGETS):  # each kind in its own process
-        part = [t for t in targets if t in kind]
-        if not part:
-            continue
-        request = {
-            "targets": {t: kind[t] for t in part},
-            "worlds": worlds(rocm=kind is moe.ROCM_TARGETS),
+    answer = moe.run_per_kind(
+        venv,
+        "linear_driver.py",
+        targets,
+        lambda part, rocm: {
+            "targets": part,
+            "worlds": worlds(rocm=rocm),
             "explicit_worlds": EXPLICIT_WORLDS,
             "layers": LAYERS,
-        }
-        got = common.run_inside(venv, "linear_driver.py", request)
-        answer["records"] += got["records"]
-        answer["found"] = {**got["found"], **answer["found"]}
-        if kind is moe.ROCM_TARGETS:
-            answer["found"]["rocm_facts"] = got["found"].get("rocm_facts")
+        },
+    )
     answer["targets"] = targets
     answer["extras"] = extras
     data = {

@@ -18,6 +18,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -353,6 +354,33 @@ ALL_TARGETS = {**TARGETS, **ROCM_TARGETS}
 """Every target, CUDA then ROCm (each kind runs in its own driver process)."""
 
 
+def run_per_kind(
+    venv: Path,
+    driver: str,
+    targets: list[str],
+    request: Callable[[dict[str, Any], bool], dict[str, Any]],
+    rocm_found: tuple[str, ...] = ("rocm_facts",),
+) -> dict[str, Any]:
+    """Run ``inside/<driver>`` once per kind of target asked for (CUDA, then ROCm), each
+    kind in its own process (a platform is bound at import); ``request(targets, rocm)``
+    is that run's request. The records of both runs, what each found (the CUDA run's
+    wins), and from the ROCm run its ``rocm_found`` keys, each as ``rocm_<key>``."""
+    answer: dict[str, Any] = {"records": [], "found": {}}
+    for kind in (TARGETS, ROCM_TARGETS):
+        part = {t: kind[t] for t in targets if t in kind}
+        if not part:
+            continue
+        rocm = kind is ROCM_TARGETS
+        got = common.run_inside(venv, driver, request(part, rocm))
+        answer["records"] += got["records"]
+        answer["found"] = {**got["found"], **answer["found"]}
+        if rocm:
+            for key in rocm_found:
+                name = key if key.startswith("rocm_") else f"rocm_{key}"
+                answer["found"][name] = got["found"].get(key)
+    return answer
+
+
 def _request(targets: list[str]) -> dict[str, Any]:
     rocm = any(t in ROCM_TARGETS for t in targets)
     return {
@@ -450,16 +478,13 @@ def main(argv: list[str] | None = None) -> int:
     venv = common.ensure_venv(args.version)
     ensure_extras(args.version, venv)  # Humming's Python, so the Humming backends import
     targets = args.targets
-    answer: dict[str, Any] = {"records": [], "found": {}}
-    for kind in (TARGETS, ROCM_TARGETS):
-        part = [t for t in targets if t in kind]
-        if part:
-            got = common.run_inside(venv, "moe_driver.py", _request(part))
-            answer["records"] += got["records"]
-            answer["found"] = {**got["found"], **answer["found"]}
-            if kind is ROCM_TARGETS:
-                answer["found"]["rocm_facts"] = got["found"].get("rocm_facts")
-                answer["found"]["rocm_probes"] = got["found"]["probes"]
+    answer = run_per_kind(
+        venv,
+        "moe_driver.py",
+        targets,
+        lambda part, _rocm: _request(list(part)),
+        rocm_found=("rocm_facts", "probes"),
+    )
     answer["targets"] = targets
     data = {
         "meta": _meta(args.version, venv, answer, time.monotonic() - started),
