@@ -172,14 +172,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         request["stand_in_packages"], request.get("placeholders", [])
     )
     torch_cuda = simulate.stand_in_torch_cuda()
-    first = next(iter(request["targets"].items()))
-    facts = None
-    if first[1].get("kind") == "rocm":
-        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
-        facts = simulate_rocm.RocmFacts(hide_importers=True)
-    else:
-        importlib.import_module("vllm.platforms.cuda")
-    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
+    facts = simulate_rocm.first_target(request["targets"], hide_importers=True)
     importlib.import_module(SELECTOR)
     enum = importlib.import_module(REGISTRY).AttentionBackendEnum
     from vllm.config import set_current_vllm_config
@@ -196,25 +189,19 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     worlds = simulate.Worlds()
     constants: simulate.ImportTimeConstants | None = None
     records = []
-    for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
-        for world, wspec in request["worlds"].items():
-            libs = frozenset(wspec["libraries"])
-            worlds.enter(libs, wspec.get("env", {}))
-            if facts is not None:
-                facts.set_world(libs)
-                simulate.clear_caches()
-            found["submodules"] = simulate.stand_in_submodules(libs)
-            if constants is None:
-                constants = simulate.ImportTimeConstants()
-            constants.refresh()
-            for feature in features:
-                config = _selector_config(feature)
-                heads = feature.get("num_heads")
-                with set_current_vllm_config(configs[feature["id"]]):
-                    auto = _auto(enum, config, heads)
-                    explicit = [_explicit(enum, v, config, heads) for v in values]
-                records.append([target, feature["id"], world, auto, explicit])
+    each = simulate_rocm.each_world(request["targets"], request["worlds"], worlds, facts)
+    for target, world, libs in each:
+        found["submodules"] = simulate.stand_in_submodules(libs)
+        if constants is None:
+            constants = simulate.ImportTimeConstants()
+        constants.refresh()
+        for feature in features:
+            config = _selector_config(feature)
+            heads = feature.get("num_heads")
+            with set_current_vllm_config(configs[feature["id"]]):
+                auto = _auto(enum, config, heads)
+                explicit = [_explicit(enum, v, config, heads) for v in values]
+            records.append([target, feature["id"], world, auto, explicit])
     found["probes"] = worlds.describe()
     if facts is not None:
         found["rocm_facts"] = facts.describe()

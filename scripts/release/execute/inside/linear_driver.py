@@ -320,14 +320,7 @@ def _configs(values: list[str]) -> dict[str, Any]:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     simulate.install_proxy()
-    first = next(iter(request["targets"].items()))
-    facts = None
-    if first[1].get("kind") == "rocm":
-        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
-        facts = simulate_rocm.RocmFacts()
-    else:
-        importlib.import_module("vllm.platforms.cuda")
-    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
+    facts = simulate_rocm.first_target(request["targets"])
     module = importlib.import_module(LINEAR)
     found: dict[str, Any] = {
         "choosers": sorted(
@@ -349,26 +342,20 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     constants = simulate.ImportTimeConstants()
     found["import_time_constants"] = constants.describe()
     records = []
-    for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
-        for world, wspec in request["worlds"].items():
-            libs = frozenset(wspec["libraries"])
-            worlds.enter(libs, wspec.get("env", {}))
-            if facts is not None:
-                facts.set_world(libs)
-                simulate.clear_caches()
-            found["submodules"] = simulate.stand_in_submodules(libs)
-            constants.refresh()
-            explicit = world in request["explicit_worlds"]
-            for value in values if explicit else ["auto"]:
-                with simulate.model_context("llama", **configs[value]):
-                    for lname, layer in request["layers"].items():
-                        call = layer["call"]
-                        if call != "dispatch_unquantized_gemm" and not hasattr(module, call):
-                            out = {"status": "not_run", "error": f"no {call} in this release"}
-                        else:
-                            out = _outcome(module, log, layer, value)
-                        records.append([target, lname, world, value, out])
+    each = simulate_rocm.each_world(request["targets"], request["worlds"], worlds, facts)
+    for target, world, libs in each:
+        found["submodules"] = simulate.stand_in_submodules(libs)
+        constants.refresh()
+        explicit = world in request["explicit_worlds"]
+        for value in values if explicit else ["auto"]:
+            with simulate.model_context("llama", **configs[value]):
+                for lname, layer in request["layers"].items():
+                    call = layer["call"]
+                    if call != "dispatch_unquantized_gemm" and not hasattr(module, call):
+                        out = {"status": "not_run", "error": f"no {call} in this release"}
+                    else:
+                        out = _outcome(module, log, layer, value)
+                    records.append([target, lname, world, value, out])
     found["probes"] = worlds.describe()
     if facts is not None:
         found["rocm_facts"] = facts.describe()

@@ -205,14 +205,7 @@ def _values() -> list[str]:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     simulate.install_proxy()
-    first = next(iter(request["targets"].items()))
-    facts = None
-    if first[1].get("kind") == "rocm":
-        simulate_rocm.import_rocm(first[1]["gfx_arch"], first[1]["device_name"])
-        facts = simulate_rocm.RocmFacts()
-    else:
-        importlib.import_module("vllm.platforms.cuda")
-    simulate.PROXY.set_target(simulate_rocm.make_target(first[0], first[1], facts))
+    facts = simulate_rocm.first_target(request["targets"])
     found: dict[str, Any] = {"import_failures": _import_all(ORACLE_PACKAGE)}
     found["import_failures"] += (
         _import_all("vllm.model_executor.layers.fused_moe.experts")
@@ -230,48 +223,39 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         if f.startswith("select_") and f.endswith("_backend")
     )
     records = []
-    for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate_rocm.make_target(target, spec, facts))
-        for world, wspec in request["worlds"].items():
-            worlds.enter(frozenset(wspec["libraries"]), wspec.get("env", {}))
-            if facts is not None:
-                facts.set_world(frozenset(wspec["libraries"]))
-                simulate.clear_caches()
-            for vname, variant in request["variants"].items():
-                if f"{variant['module']}.{variant['function']}" not in found["oracles"]:
-                    records.append(
-                        [
-                            target,
-                            vname,
-                            None,
-                            None,
-                            world,
-                            "auto",
-                            {"status": "not_run", "error": "no such oracle in this release"},
-                        ]
-                    )
-                    continue
-                for model_name in variant["models"]:
-                    model = request["models"][model_name]
-                    with simulate.model_context(model["model_type"]):
-                        for layout in request["layouts"]:
-                            asked = (
-                                values
-                                if layout in request["explicit_layouts"]
-                                and model_name == variant["models"][0]
-                                else ["auto"]
+    each = simulate_rocm.each_world(request["targets"], request["worlds"], worlds, facts)
+    for target, world, _libs in each:
+        for vname, variant in request["variants"].items():
+            if f"{variant['module']}.{variant['function']}" not in found["oracles"]:
+                records.append(
+                    [
+                        target,
+                        vname,
+                        None,
+                        None,
+                        world,
+                        "auto",
+                        {"status": "not_run", "error": "no such oracle in this release"},
+                    ]
+                )
+                continue
+            for model_name in variant["models"]:
+                model = request["models"][model_name]
+                with simulate.model_context(model["model_type"]):
+                    for layout in request["layouts"]:
+                        asked = (
+                            values
+                            if layout in request["explicit_layouts"]
+                            and model_name == variant["models"][0]
+                            else ["auto"]
+                        )
+                        for value in asked:
+                            out = _outcome(
+                                variant,
+                                lambda m=model, lay=layout, v=value: _moe_config(m, lay, v, found),
+                                trials,
                             )
-                            for value in asked:
-                                out = _outcome(
-                                    variant,
-                                    lambda m=model, lay=layout, v=value: _moe_config(
-                                        m, lay, v, found
-                                    ),
-                                    trials,
-                                )
-                                records.append(
-                                    [target, vname, model_name, layout, world, value, out]
-                                )
+                            records.append([target, vname, model_name, layout, world, value, out])
     found["probes"] = worlds.describe()
     if facts is not None:
         found["rocm_facts"] = facts.describe()

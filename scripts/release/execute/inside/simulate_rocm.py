@@ -24,6 +24,7 @@ import inspect
 import re
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import simulate
@@ -376,3 +377,39 @@ def make_target(name: str, spec: dict[str, Any], facts: RocmFacts | None) -> Any
         facts.set_target(spec["gfx_arch"], spec["device_name"])
         return rocm_target(name, spec["gfx_arch"], spec["device_name"])
     return simulate.cuda_target(name, spec["capability"], spec["device_name"])
+
+
+def first_target(targets: dict[str, Any], *, hide_importers: bool = False) -> RocmFacts | None:
+    """Import the platform module of ``targets``' kind (one kind a driver process: the
+    CUDA one, or the ROCm one for the first target's gfx arch) and make the first target
+    current; the gfx facts for a ROCm run (``hide_importers``: see :class:`RocmFacts`),
+    else ``None``."""
+    name, spec = next(iter(targets.items()))
+    facts = None
+    if spec.get("kind") == "rocm":
+        import_rocm(spec["gfx_arch"], spec["device_name"])
+        facts = RocmFacts(hide_importers=hide_importers)
+    else:
+        importlib.import_module("vllm.platforms.cuda")
+    simulate.PROXY.set_target(make_target(name, spec, facts))
+    return facts
+
+
+def each_world(
+    targets: dict[str, Any],
+    worlds: dict[str, Any],
+    entered: simulate.Worlds,
+    facts: RocmFacts | None,
+) -> Iterator[tuple[str, str, frozenset[str]]]:
+    """Every (target, world, the world's libraries), target by target:
+    the target made current and the world entered (its libraries and env; on ROCm its
+    gfx facts, and vLLM's caches cleared) before each is yielded."""
+    for target, spec in targets.items():
+        simulate.PROXY.set_target(make_target(target, spec, facts))
+        for world, wspec in worlds.items():
+            libs = frozenset(wspec["libraries"])
+            entered.enter(libs, wspec.get("env", {}))
+            if facts is not None:
+                facts.set_world(libs)
+                simulate.clear_caches()
+            yield target, world, libs
