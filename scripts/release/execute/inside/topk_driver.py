@@ -16,6 +16,7 @@ import typing
 from typing import Any
 
 import simulate
+import simulate_rocm
 
 MODULE = "vllm.model_executor.layers.indexer_topk"
 
@@ -46,9 +47,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     simulate.install_proxy()
-    importlib.import_module("vllm.platforms.cuda")
-    first = next(iter(request["targets"].items()))
-    simulate.PROXY.set_target(simulate.cuda_target(first[0], **first[1]))
+    simulate_rocm.first_target(request["targets"])  # CUDA targets only
     found: dict[str, Any] = {}
     try:
         module = importlib.import_module(MODULE)
@@ -60,19 +59,16 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     found["resolve_backend"] = str(inspect.signature(module.SparseIndexerTopk.resolve_backend))
     worlds = simulate.Worlds()
     records = []
-    for target, spec in request["targets"].items():
-        simulate.PROXY.set_target(simulate.cuda_target(target, **spec))
-        for world, wspec in request["worlds"].items():
-            libs = frozenset(wspec["libraries"])
-            worlds.enter(libs, wspec.get("env", {}))
-            simulate.stand_in_submodules(libs)
-            for rows in request["rows"]:
-                logits = torch.empty(rows, request["vocab"], dtype=torch.float32, device="meta")
-                for topk in request["topk"]:
-                    shape = f"rows={rows},topk={topk}"
-                    for value in values:
-                        out = _outcome(module, value, logits, topk, rows)
-                        records.append([target, shape, world, value, out])
+    each = simulate_rocm.each_world(request["targets"], request["worlds"], worlds, None)
+    for target, world, libs in each:
+        simulate.stand_in_submodules(libs)
+        for rows in request["rows"]:
+            logits = torch.empty(rows, request["vocab"], dtype=torch.float32, device="meta")
+            for topk in request["topk"]:
+                shape = f"rows={rows},topk={topk}"
+                for value in values:
+                    out = _outcome(module, value, logits, topk, rows)
+                    records.append([target, shape, world, value, out])
     found["probes"] = worlds.describe()
     return {"found": found, "records": records}
 
