@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from types import SimpleNamespace
 from typing import Annotated, Any
 
@@ -118,17 +119,25 @@ def backends(
     elif ctx.possible:
         title += f", --quantization {inputs.quantization} ({' or '.join(ctx.possible)})"
     parts: list[Any] = [plain(title, style="bold")]
+
+    def table(title: str, rows: list[Any], narrow: bool) -> Any:
+        """One field's verdicts: three columns, or (``narrow``) each value's verdict and
+        its reason on lines of their own."""
+        heads = ("value: verdict, then the reason",) if narrow else ("value", "verdict", "reason")
+        out = fold(Table(*heads, title=title))
+        for v in rows:
+            style = styles[v.status]
+            if narrow:
+                head = Text.assemble(plain(v.value), ": ", marks[v.status])
+                out.add_row(Group(head, Padding(plain(v.reason), (0, 0, 0, 2))), style=style)
+            else:
+                out.add_row(plain(v.value), marks[v.status], plain(v.reason), style=style)
+        return out
+
     for field_name in dict.fromkeys(v.field for v in verdicts):
         title = f"--{field_name.replace('_', '-')}"
         rows = [v for v in verdicts if v.field == field_name]
-        wide = fold(Table("value", "verdict", "reason", title=title))
-        narrow = fold(Table("value: verdict, then the reason", title=title))
-        for v in rows:
-            style = styles[v.status]
-            wide.add_row(plain(v.value), marks[v.status], plain(v.reason), style=style)
-            head = Text.assemble(plain(v.value), ": ", marks[v.status])
-            narrow.add_row(Group(head, Padding(plain(v.reason), (0, 0, 0, 2))), style=style)
         cells = [(v.value, marks[v.status], v.reason) for v in rows]
         need = unsplit_width(cells, ("value", "verdict", "reason"), wrapped=(1, 2))
-        parts.append(Fitted(wide, narrow, need))
+        parts.append(Fitted(partial(table, title, rows), need))
     print_rich(Group(*parts))

@@ -9,7 +9,7 @@ on one line with control characters escaped, and cut to a bound.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kernelcfg.base.bounded import cut, one_line
@@ -298,19 +298,19 @@ class _Headline:
 
 
 class Fitted:
-    """A table shown whole where it fits the terminal, else its narrow form: the
-    kernel-config table puts each field's source under its value when the four columns
-    would split a value or a word of its source (an 80-column CI log with
-    ``flashinfer_trtllm`` beside ``enable_rocm_segmented_attn_autotune``)."""
+    """A table shown whole where it fits the terminal, else its narrow form, each built
+    only when shown: the kernel-config table puts each field's source under its value
+    when the four columns would split a value or a word of its source (an 80-column CI
+    log with ``flashinfer_trtllm`` beside ``enable_rocm_segmented_attn_autotune``)."""
 
-    def __init__(self, wide: Any, narrow: Any, need: int) -> None:
-        self.wide = wide
-        self.narrow = narrow
+    def __init__(self, build: Callable[[bool], Any], need: int) -> None:
+        self.build = build
+        """The table, narrow (``True``) or wide."""
         self.need = need
         """The columns the wide form takes with no value and no word split."""
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
-        yield self.wide if self.need <= options.max_width else self.narrow
+        yield self.build(self.need > options.max_width)
 
 
 def _kernel_rows(result: Resolution, config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -376,7 +376,7 @@ def _config_tables(result: Resolution, config: dict[str, Any]) -> list[Any]:
     sources = all_sources(result)
     rows = _kernel_rows(result, config)
     need = unsplit_width(rows, ("field", "value", "from", "hashed"), wrapped=(2,))
-    fields = Fitted(_kernel_table(rows, narrow=False), _kernel_table(rows, narrow=True), need)
+    fields = Fitted(lambda narrow: _kernel_table(rows, narrow=narrow), need)
     other = Table(title="engine", title_justify="left")
     other.add_column("setting")
     other.add_column("value")
